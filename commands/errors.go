@@ -1,0 +1,70 @@
+package commands
+
+import (
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/berm-dev/berm/manifest"
+	"github.com/berm-dev/berm/runtime"
+	"github.com/berm-dev/berm/runtime/store"
+)
+
+// programFailure is the program's own failure: exit 1, its message on stderr.
+type programFailure struct{ message string }
+
+func (f *programFailure) Error() string { return f.message }
+
+// usageError is a mistake in the command line itself.
+type usageError struct{ err error }
+
+func (u usageError) Error() string { return u.err.Error() }
+func (u usageError) Unwrap() error { return u.err }
+
+func usagef(format string, args ...any) error { return usageError{fmt.Errorf(format, args...)} }
+
+// errorWithHint carries the fix for an error the user can make.
+type errorWithHint struct {
+	err  error
+	hint string
+}
+
+func (e errorWithHint) Error() string { return e.err.Error() }
+func (e errorWithHint) Unwrap() error { return e.err }
+
+func withHint(err error, format string, args ...any) error {
+	return errorWithHint{err: err, hint: fmt.Sprintf(format, args...)}
+}
+
+// hints gives the fix for the errors whose fix does not depend on context.
+var hints = []struct {
+	err  error
+	hint string
+}{
+	{store.ErrNotDeployed, "`berm ls` lists what is deployed"},
+	{runtime.ErrNoTool, "`berm inspect NAME` lists a program's tools"},
+	{runtime.ErrArguments, "`berm inspect NAME` shows each tool's parameters"},
+	{runtime.ErrDeadline, "give the call more time with --timeout"},
+	{manifest.ErrProgramName, "a program name is 1 to 63 characters of a-z, 0-9 and '-', starting with a letter or digit"},
+	{manifest.ErrNoManifest, "a berm program carries its manifest in a .berm.abi custom section (see ABI.md)"},
+	{store.ErrDamaged, "deploy the program again to replace the damaged file"},
+}
+
+func printError(w io.Writer, err error) {
+	fmt.Fprintf(w, "berm: error: %v\n", err)
+	var h errorWithHint
+	var u usageError
+	switch {
+	case errors.As(err, &h):
+		fmt.Fprintf(w, "berm: hint: %s\n", h.hint)
+	case errors.As(err, &u):
+		fmt.Fprintf(w, "berm: hint: see `berm --help` or `berm COMMAND --help`\n")
+	default:
+		for _, x := range hints {
+			if errors.Is(err, x.err) {
+				fmt.Fprintf(w, "berm: hint: %s\n", x.hint)
+				break
+			}
+		}
+	}
+}

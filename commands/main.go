@@ -1,0 +1,107 @@
+// Package commands is the berm command line: each file defines one command's
+// flags, checks its arguments, calls the packages that do the work, and prints.
+//
+//	os.Exit(commands.Main(ctx, os.Args, os.Stdin, os.Stdout, os.Stderr))
+package commands
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+
+	"github.com/urfave/cli/v3"
+)
+
+// Exit codes, the same in --help and the README.
+const (
+	exitOK      = 0
+	exitFailure = 1 // the program's own failure (berm.fail)
+	exitHost    = 2 // a host or usage error
+)
+
+const exitCodesHelp = `EXIT CODES:
+   0  success
+   1  the program failed (it called berm.fail); its message is on stderr
+   2  a host or usage error: no such program or tool, arguments refused,
+      a trap, the deadline, an invalid image, bad flags`
+
+// env is what a command reads and writes besides its flags and arguments.
+type env struct {
+	stdin          io.Reader
+	stdout, stderr io.Writer
+}
+
+// Main runs the berm command line and returns its exit code.
+func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	e := &env{stdin: stdin, stdout: stdout, stderr: stderr}
+	root := newRootCommand(e)
+	err := root.Run(ctx, args)
+	if err == nil {
+		return exitOK
+	}
+	var failure *programFailure
+	if errors.As(err, &failure) {
+		fmt.Fprintf(stderr, "%s\n", failure.message)
+		return exitFailure
+	}
+	printError(stderr, err)
+	return exitHost
+}
+
+func newRootCommand(e *env) *cli.Command {
+	return &cli.Command{
+		Name:  "berm",
+		Usage: "the OS for agent harnesses: deploy WebAssembly programs, run their tools, serve them over MCP",
+		Description: `A program is one WebAssembly module (see ABI.md). berm pins it by sha256, compiles
+it once and instantiates it anew for every call.
+
+   berm deploy --example hello          # deploy the example the binary carries
+   berm run hello greet '{"name":"you"}'
+   berm ls
+
+` + exitCodesHelp,
+		Flags: []cli.Flag{
+			&cli.StringFlag{
+				Name:    "root",
+				Usage:   "directory of berm's state: images, deployments, compiled code, programs' data",
+				Sources: cli.EnvVars("BERM_ROOT"),
+				Value:   defaultRoot(),
+			},
+		},
+		Reader:          e.stdin,
+		Writer:          e.stdout,
+		ErrWriter:       e.stderr,
+		HideHelpCommand: true,
+		// Errors are printed and mapped to exit codes by Main, never here.
+		ExitErrHandler: func(context.Context, *cli.Command, error) {},
+		OnUsageError: func(_ context.Context, _ *cli.Command, err error, _ bool) error {
+			return usageError{err}
+		},
+		Action: func(ctx context.Context, cmd *cli.Command) error {
+			if cmd.Args().Len() > 0 {
+				return usagef("unknown command %q", cmd.Args().First())
+			}
+			return cli.ShowAppHelp(cmd)
+		},
+		Commands: []*cli.Command{
+			newDeployCommand(e),
+			newLsCommand(e),
+			newInspectCommand(e),
+			newRunCommand(e),
+			newRmCommand(e),
+			newSyscallsCommand(e),
+			newVersionCommand(e),
+		},
+	}
+}
+
+func defaultRoot() string {
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return ".berm"
+	}
+	return filepath.Join(home, ".berm")
+}

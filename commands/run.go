@@ -1,0 +1,169 @@
+package commands
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"github.com/urfave/cli/v3"
+
+	"github.com/berm-dev/berm/runtime"
+	"github.com/berm-dev/berm/runtime/store"
+)
+
+type runOptions struct {
+	root         string
+	timeout      time.Duration
+	memory       string
+	maxArgs      string
+	maxResult    string
+	maxCallDepth int
+}
+
+func newRunCommand(e *env) *cli.Command {
+	return &cli.Command{
+		Name:      "run",
+		Usage:     "call one tool of a program and print its result",
+		ArgsUsage: "NAME|FILE TOOL [ARGS]",
+		Description: `ARGS is a JSON object (default {}; - reads it from stdin). The program is
+instantiated anew, runs the tool and is gone. A FILE runs without being
+deployed, with empty data of its own that is thrown away after the call.
+
+   berm run hello greet '{"name":"berm"}'
+   echo '{"message":"hi"}' | berm run ./echo.wasm echo -
+   berm run --timeout 500ms --memory 16MiB hello count
+
+The result goes to stdout (exit 0); the program's failure to stderr (exit 1);
+a host error (no such program or tool, arguments refused, trap, deadline) to
+stderr (exit 2). berm.log lines go to stderr as they come.
+
+` + exitCodesHelp,
+		Flags: []cli.Flag{
+			&cli.DurationFlag{Name: "timeout", Value: runtime.DefaultDeadline, Usage: "deadline of the call, nested calls included (Go duration: 500ms, 30s, 2m)"},
+			&cli.StringFlag{Name: "memory", Value: "128MiB", Usage: "memory limit of each instance (64MiB, 1GB, or bytes)"},
+			&cli.StringFlag{Name: "max-args", Value: "1MiB", Usage: "size limit of the arguments"},
+			&cli.StringFlag{Name: "max-result", Value: "16MiB", Usage: "size limit of a result or failure message"},
+			&cli.IntFlag{Name: "max-call-depth", Value: runtime.DefaultCallDepth, Usage: "how deep berm.call may nest (0 refuses every nested call)"},
+		},
+		Action: func(ctx context.Context, cmd *cli.Command) error {
+			opts := runOptions{
+				root:         cmd.String("root"),
+				timeout:      cmd.Duration("timeout"),
+				memory:       cmd.String("memory"),
+				maxArgs:      cmd.String("max-args"),
+				maxResult:    cmd.String("max-result"),
+				maxCallDepth: int(cmd.Int("max-call-depth")),
+			}
+			return runRun(ctx, e, opts, cmd.Args().Slice())
+		},
+	}
+}
+
+func (o runOptions) limits() (runtime.Limits, error) {
+	if o.timeout <= 0 {
+		return runtime.Limits{}, usagef("--timeout %s: want a positive duration", o.timeout)
+	}
+	if o.maxCallDepth < 0 {
+		return runtime.Limits{}, usagef("--max-call-depth %d: want 0 or more", o.maxCallDepth)
+	}
+	l := runtime.Limits{Deadline: o.timeout}
+	for _, f := range []struct {
+		flag, value string
+		set         func(uint64)
+	}{
+		{"--memory", o.memory, func(v uint64) { l.Memory = v }},
+		{"--max-args", o.maxArgs, func(v uint64) { l.MaxArgs = int(v) }},
+		{"--max-result", o.maxResult, func(v uint64) { l.MaxResult = int(v) }},
+	} {
+		v, err := parseSize(f.value)
+		if err != nil {
+			return runtime.Limits{}, usagef("%s: %v", f.flag, err)
+		}
+		if v == 0 {
+			return runtime.Limits{}, usagef("%s: want more than 0 bytes", f.flag)
+		}
+		f.set(v)
+	}
+	if l.Memory < runtime.PageSize {
+		return runtime.Limits{}, usagef("--memory %s: want at least 64KiB", o.memory)
+	}
+	return l, nil
+}
+
+func runRun(ctx context.Context, e *env, opts runOptions, args []string) error {
+	if len(args) < 2 || len(args) > 3 {
+		return usagef("run takes NAME|FILE TOOL [ARGS]")
+	}
+	limits, err := opts.limits()
+	if err != nil {
+		return err
+	}
+	callArgs := []byte("{}")
+	if len(args) == 3 {
+		callArgs = []byte(args[2])
+		if args[2] == "-" {
+			if callArgs, err = io.ReadAll(io.LimitReader(e.stdin, int64(limits.MaxArgs)+1)); err != nil {
+				return fmt.Errorf("read arguments from stdin: %w", err)
+			}
+		}
+	}
+	st, err := store.Open(opts.root)
+	if err != nil {
+		return err
+	}
+	t, err := loadTarget(st, args[0])
+	if err != nil {
+		return err
+	}
+	cfg := runtimeConfig{depth: opts.maxCallDepth, limits: limits, log: func(_ context.Context, program, tool string, line []byte) {
+		fmt.Fprintf(e.stderr, "%s.%s: %s\n", program, tool, line)
+	}}
+	if t.deployed == nil {
+		// A file has no deployment, so no data of its own: give it a
+		// throwaway store.
+		scratch, err := os.MkdirTemp("", "berm-run-")
+		if err != nil {
+			return err
+		}
+		defer os.RemoveAll(scratch)
+		if cfg.kv, err = store.Open(scratch); err != nil {
+			return err
+		}
+	}
+	rt, err := newRuntime(ctx, st, cfg)
+	if err != nil {
+		return err
+	}
+	defer rt.Close(ctx)
+	p, err := rt.Deploy(ctx, t.name, t.image)
+	if err != nil {
+		return fmt.Errorf("%s: %w", args[0], err)
+	}
+	if err := deployCallees(ctx, rt, st, p.Manifest); err != nil {
+		return err
+	}
+	out, err := rt.Call(ctx, t.name, args[1], callArgs)
+	if err != nil {
+		return err
+	}
+	if out.Failed {
+		return &programFailure{message: string(out.Failure)}
+	}
+	e.stdout.Write(out.Result)
+	if isTerminal(e.stdout) && len(out.Result) > 0 && out.Result[len(out.Result)-1] != '\n' {
+		fmt.Fprintln(e.stdout)
+	}
+	return nil
+}
+
+// isTerminal reports whether w is a terminal, where output should end a line.
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	info, err := f.Stat()
+	return err == nil && info.Mode()&os.ModeCharDevice != 0
+}

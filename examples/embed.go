@@ -1,0 +1,35 @@
+// Package examples holds the images of berm's example programs, built from
+// the sources beside it, so that the berm binary can deploy them by name
+// (berm deploy --example hello).
+//
+//	image, ok := examples.Image("hello")
+package examples
+
+import (
+	"embed"
+	"sort"
+)
+
+// Each example lives in <name>/ and its image is <name>/<name>.wasm, built
+// by `make examples` (examples.mk).
+//
+//go:embed hello/hello.wasm
+var images embed.FS
+
+// Names lists the example programs, sorted.
+func Names() []string {
+	dirs, _ := images.ReadDir(".")
+	names := make([]string, 0, len(dirs))
+	for _, d := range dirs {
+		names = append(names, d.Name())
+	}
+	sort.Strings(names)
+	return names
+}
+
+// Image returns the image of the example program called name, and whether
+// there is one.
+func Image(name string) ([]byte, bool) {
+	b, err := images.ReadFile(name + "/" + name + ".wasm")
+	return b, err == nil
+}

@@ -1,0 +1,19 @@
+// Command berm is the OS for agent harnesses: it deploys WebAssembly programs,
+// runs their tools and serves them over MCP. See README.md.
+package main
+
+import (
+	"context"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/berm-dev/berm/commands"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := commands.Main(ctx, os.Args, os.Stdin, os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}

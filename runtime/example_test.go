@@ -1,0 +1,95 @@
+package runtime_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+
+	"github.com/berm-dev/berm/runtime"
+)
+
+func Example() {
+	ctx := context.Background()
+	rt, err := runtime.New(ctx, runtime.DefaultCallDepth, nil, nil)
+	if err != nil {
+		panic(err)
+	}
+	defer rt.Close(ctx)
+	image, _ := os.ReadFile("../testdata/core.wasm")
+	if _, err := rt.Deploy(ctx, "core", image); err != nil {
+		panic(err)
+	}
+	for _, tool := range []string{"echo", "fail", "trap"} {
+		out, err := rt.Call(ctx, "core", tool, []byte(`{"query":"hello"}`))
+		switch {
+		case err != nil:
+			fmt.Println("host error:", errors.Is(err, runtime.ErrTrap))
+		case out.Failed:
+			fmt.Println("failure:", string(out.Failure))
+		default:
+			fmt.Println("result:", string(out.Result))
+		}
+	}
+	// Output:
+	// result: {"query":"hello"}
+	// failure: it failed on purpose
+	// host error: true
+}
+
+func ExampleNew() {
+	ctx := context.Background()
+	// A host syscall: programs that declare "example.answer" may call it.
+	answer := runtime.Syscall{
+		Name:  "example.answer",
+		Input: runtime.Unused,
+		Func: func(context.Context, *runtime.Call, [][]byte) (uint64, error) {
+			return 42, nil
+		},
+	}
+	rt, err := runtime.New(ctx, runtime.DefaultCallDepth, []runtime.Syscall{answer}, &runtime.Options{
+		Limits: runtime.Limits{Memory: 16 << 20},
+	})
+	if err != nil {
+		panic(err)
+	}
+	defer rt.Close(ctx)
+	for _, s := range rt.Syscalls()[5:] {
+		fmt.Printf("%s 0x%x core=%v\n", s.Name, s.Number, s.Core)
+	}
+	// Output:
+	// berm.call 0x6410f207e9992ec1 core=true
+	// berm.result.read 0x6c92a7d946a830be core=true
+	// example.answer 0xf87ded1874c9dc27 core=false
+}
+
+func ExampleRuntime_Deploy() {
+	ctx := context.Background()
+	rt, _ := runtime.New(ctx, runtime.DefaultCallDepth, nil, nil)
+	defer rt.Close(ctx)
+	image, _ := os.ReadFile("../testdata/echo.wasm")
+	p, err := rt.Deploy(ctx, "echo", image)
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println(p.Name, p.Digest[:19], p.Manifest.ToolNames())
+	_, err = rt.Deploy(ctx, "Not_A_Name", image)
+	fmt.Println(err)
+	// Output:
+	// echo sha256:30dc969ffa61 [echo]
+	// program name "Not_A_Name" has 'N': want [a-z0-9-]: bad program name
+}
+
+func ExampleRuntime_Call() {
+	ctx := context.Background()
+	rt, _ := runtime.New(ctx, runtime.DefaultCallDepth, nil, nil)
+	defer rt.Close(ctx)
+	image, _ := os.ReadFile("../testdata/core.wasm")
+	rt.Deploy(ctx, "core", image)
+	_, err := rt.Call(ctx, "core", "strict", []byte(`{"n":"three"}`))
+	fmt.Println(err)
+	fmt.Println(errors.Is(err, runtime.ErrArguments))
+	// Output:
+	// core.strict: arguments refused: at /n: got string, want integer
+	// true
+}

@@ -1,0 +1,570 @@
+package runtime
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/tetratelabs/wazero"
+	"github.com/tetratelabs/wazero/api"
+	"github.com/tetratelabs/wazero/experimental"
+	"github.com/tetratelabs/wazero/sys"
+
+	"github.com/berm-dev/berm/manifest"
+)
+
+// Defaults of the limits; each can be changed in Options.
+const (
+	DefaultCallDepth   = 4
+	DefaultDeadline    = 30 * time.Second
+	DefaultMemoryLimit = 128 << 20
+	DefaultMaxArgs     = 1 << 20
+	DefaultMaxResult   = 16 << 20
+	// DefaultMaxImage bounds an image's size wherever one arrives: a file, a
+	// registry, a request body.
+	DefaultMaxImage = 64 << 20
+)
+
+// PageSize is the size of a WebAssembly memory page.
+const PageSize = 64 << 10
+
+// Limits bound every call. A zero field takes its default.
+type Limits struct {
+	// Deadline bounds a top-level call, nested calls included (they share it).
+	Deadline time.Duration
+	// Memory bounds each instance's memory, in bytes (rounded down to 64 KiB
+	// pages). memory.grow past it returns -1.
+	Memory uint64
+	// MaxArgs bounds a call's arguments, in bytes.
+	MaxArgs int
+	// MaxResult bounds a result or failure message, in bytes.
+	MaxResult int
+	// MaxImage bounds an image at deploy, in bytes.
+	MaxImage int
+}
+
+func (l Limits) withDefaults() Limits {
+	if l.Deadline <= 0 {
+		l.Deadline = DefaultDeadline
+	}
+	if l.Memory == 0 {
+		l.Memory = DefaultMemoryLimit
+	}
+	if l.MaxArgs <= 0 {
+		l.MaxArgs = DefaultMaxArgs
+	}
+	if l.MaxResult <= 0 {
+		l.MaxResult = DefaultMaxResult
+	}
+	if l.MaxImage <= 0 {
+		l.MaxImage = DefaultMaxImage
+	}
+	return l
+}
+
+// HostModule is a table of functions a program may import from a module other
+// than berm (WASI, say). Export adds the functions to the builder.
+type HostModule struct {
+	Name   string
+	Export func(wazero.HostModuleBuilder)
+}
+
+// Options configure a Runtime. The zero value (or nil) is a runtime with the
+// core syscalls only, default limits and compiled code kept in memory.
+type Options struct {
+	// CacheDir holds compiled code on disk, content-addressed and shared by
+	// every process that names the same directory. Empty keeps it in memory.
+	CacheDir string
+	Limits   Limits
+	// Imports are the host's tables for imports from modules other than berm.
+	// Whatever a program imports that they do not provide still links, and
+	// traps when called.
+	Imports []HostModule
+	// ModuleConfig is the base of every instance's configuration (clocks,
+	// randomness, stdio for WASI). The runtime makes each instance anonymous
+	// and never runs _start, whatever it says.
+	ModuleConfig wazero.ModuleConfig
+	// Log receives each berm.log line.
+	Log func(ctx context.Context, program, tool string, line []byte)
+}
+
+// Runtime deploys programs and calls their tools. One wazero runtime
+// compiles every program once; each call instantiates it anew.
+type Runtime struct {
+	wz           wazero.Runtime
+	wzConfig     wazero.RuntimeConfig
+	cacheDir     string
+	modConfig    wazero.ModuleConfig
+	limits       Limits
+	maxDepth     int
+	hostSyscalls []Syscall
+	hostModules  map[string]*hostModule
+	log          func(ctx context.Context, program, tool string, line []byte)
+
+	mu       sync.RWMutex
+	programs map[string]*Program
+	closed   bool
+}
+
+type hostModule struct {
+	HostModule
+	funcs map[string]api.FunctionDefinition
+}
+
+// New returns a runtime whose programs may nest berm.call up to maxCallDepth
+// (DefaultCallDepth is the ABI's default; 0 refuses every nested call) and may
+// declare the given host syscalls on top of the core ones.
+func New(ctx context.Context, maxCallDepth int, syscalls []Syscall, opts *Options) (*Runtime, error) {
+	if opts == nil {
+		opts = &Options{}
+	}
+	if maxCallDepth < 0 {
+		return nil, fmt.Errorf("call depth %d: want 0 or more", maxCallDepth)
+	}
+	r := &Runtime{
+		cacheDir:     opts.CacheDir,
+		limits:       opts.Limits.withDefaults(),
+		maxDepth:     maxCallDepth,
+		hostSyscalls: append([]Syscall(nil), syscalls...),
+		hostModules:  map[string]*hostModule{},
+		log:          opts.Log,
+		programs:     map[string]*Program{},
+	}
+	numbers := map[uint64]string{}
+	for _, h := range coreHandlers() {
+		numbers[Number(h.name)] = h.name
+	}
+	for _, s := range syscalls {
+		if s.Func == nil {
+			return nil, fmt.Errorf("syscall %s: no Func", s.Name)
+		}
+		if other, dup := numbers[Number(s.Name)]; dup {
+			return nil, fmt.Errorf("syscall %s: number 0x%x is already %s", s.Name, Number(s.Name), other)
+		}
+		numbers[Number(s.Name)] = s.Name
+	}
+	pages := r.limits.Memory / PageSize
+	if pages == 0 || pages > 65536 {
+		return nil, fmt.Errorf("memory limit %d bytes: want 64 KiB to 4 GiB", r.limits.Memory)
+	}
+	r.wzConfig = wazero.NewRuntimeConfig().
+		WithCloseOnContextDone(true).
+		WithMemoryLimitPages(uint32(pages))
+	cfg := r.wzConfig
+	if r.cacheDir != "" {
+		cache, err := wazero.NewCompilationCacheWithDir(r.cacheDir)
+		if err != nil {
+			return nil, fmt.Errorf("compilation cache: %w", err)
+		}
+		cfg = cfg.WithCompilationCache(cache)
+	}
+	r.wz = wazero.NewRuntimeWithConfig(ctx, cfg)
+	base := opts.ModuleConfig
+	if base == nil {
+		// wazero seeds a deterministic random source for every instance
+		// unless given one, which costs more than the rest of a small call.
+		base = wazero.NewModuleConfig().WithRandSource(rand.Reader)
+	}
+	r.modConfig = base.WithName("").WithStartFunctions()
+
+	_, err := r.wz.NewHostModuleBuilder("berm").
+		NewFunctionBuilder().
+		WithGoModuleFunction(api.GoModuleFunc(r.dispatch),
+			[]api.ValueType{api.ValueTypeI64, api.ValueTypeI32, api.ValueTypeI32},
+			[]api.ValueType{api.ValueTypeI64}).
+		WithParameterNames("number", "ptr", "len").
+		Export("syscall").
+		Instantiate(ctx)
+	if err != nil {
+		r.wz.Close(ctx)
+		return nil, err
+	}
+	for _, hm := range opts.Imports {
+		if err := r.addHostModule(ctx, hm); err != nil {
+			r.wz.Close(ctx)
+			return nil, err
+		}
+	}
+	return r, nil
+}
+
+func (r *Runtime) addHostModule(ctx context.Context, hm HostModule) error {
+	if hm.Name == "berm" {
+		return errors.New("host module berm: that name is the ABI's own")
+	}
+	if _, dup := r.hostModules[hm.Name]; dup {
+		return fmt.Errorf("host module %s: given twice", hm.Name)
+	}
+	b := r.wz.NewHostModuleBuilder(hm.Name)
+	hm.Export(b)
+	compiled, err := b.Compile(ctx)
+	if err != nil {
+		return fmt.Errorf("host module %s: %w", hm.Name, err)
+	}
+	if _, err := r.wz.InstantiateModule(ctx, compiled, wazero.NewModuleConfig().WithName(hm.Name)); err != nil {
+		return fmt.Errorf("host module %s: %w", hm.Name, err)
+	}
+	r.hostModules[hm.Name] = &hostModule{HostModule: hm, funcs: compiled.ExportedFunctions()}
+	return nil
+}
+
+// Close closes every program and the wazero runtime; calls in flight end.
+func (r *Runtime) Close(ctx context.Context) error {
+	r.mu.Lock()
+	r.closed = true
+	r.programs = map[string]*Program{}
+	r.mu.Unlock()
+	return r.wz.Close(ctx)
+}
+
+// CacheDir is the directory of compiled code, or "" when it is kept in memory.
+func (r *Runtime) CacheDir() string { return r.cacheDir }
+
+// Limits returns the limits in force.
+func (r *Runtime) Limits() Limits { return r.limits }
+
+// MaxCallDepth returns the call depth limit in force.
+func (r *Runtime) MaxCallDepth() int { return r.maxDepth }
+
+// Syscalls lists the syscall table programs are linked against: the core
+// syscalls, then the host's, each with its number.
+func (r *Runtime) Syscalls() []SyscallInfo {
+	var out []SyscallInfo
+	for _, h := range coreHandlers() {
+		out = append(out, SyscallInfo{Name: h.name, Number: Number(h.name), Core: true})
+	}
+	for _, s := range r.hostSyscalls {
+		out = append(out, SyscallInfo{Name: s.Name, Number: Number(s.Name)})
+	}
+	return out
+}
+
+// Program is a deployed program: a compiled module under a name.
+type Program struct {
+	Name     string
+	Digest   string // sha256:<64 hex> of the image
+	Size     int    // of the image, in bytes
+	Manifest *manifest.Manifest
+
+	compiled wazero.CompiledModule
+	table    map[uint64]handler
+	resolver experimental.ImportResolver
+	linked   []api.Module // per-program import modules, closed with it
+
+	inflight  atomic.Int64
+	retired   atomic.Bool
+	closeOnce sync.Once
+}
+
+// Deploy checks an image, compiles it (from the cache when it is there) and
+// makes it callable under name, replacing what was there. A refused image
+// changes nothing.
+func (r *Runtime) Deploy(ctx context.Context, name string, image []byte) (*Program, error) {
+	p, err := r.Prepare(ctx, name, image)
+	if err != nil {
+		return nil, err
+	}
+	r.mu.Lock()
+	if r.closed {
+		r.mu.Unlock()
+		p.close()
+		return nil, ErrClosed
+	}
+	old := r.programs[name]
+	r.programs[name] = p
+	r.mu.Unlock()
+	if old != nil {
+		old.retire()
+	}
+	return p, nil
+}
+
+// Prepare does all of Deploy but making the program callable: it checks the
+// image against the ABI and this host, and compiles it (so that the compiled
+// code lands in the cache). Close the program when done with it.
+func (r *Runtime) Prepare(ctx context.Context, name string, image []byte) (*Program, error) {
+	if err := manifest.CheckProgramName(name); err != nil {
+		return nil, err
+	}
+	if len(image) > r.limits.MaxImage {
+		return nil, fmt.Errorf("image of %d bytes is over the limit of %d bytes: %w", len(image), r.limits.MaxImage, ErrRefused)
+	}
+	m, err := manifest.Read(image)
+	if err != nil {
+		return nil, err
+	}
+	if err := r.Check(name, m); err != nil {
+		return nil, err
+	}
+	compiled, err := r.compile(ctx, image)
+	if err != nil {
+		return nil, fmt.Errorf("compile: %v: %w", err, manifest.ErrInvalid)
+	}
+	p := &Program{
+		Name:     name,
+		Digest:   manifest.Digest(image),
+		Size:     len(image),
+		Manifest: m,
+		compiled: compiled,
+		table:    r.table(m),
+	}
+	if err := r.link(ctx, p); err != nil {
+		p.close()
+		return nil, err
+	}
+	return p, nil
+}
+
+// Check refuses what this host will not run under name: served tool names over
+// 64 characters, a minimum memory over the limit, and imports of memories,
+// tables or globals, which no host table provides.
+func (r *Runtime) Check(name string, m *manifest.Manifest) error {
+	if err := manifest.CheckProgramName(name); err != nil {
+		return err
+	}
+	if err := m.CheckServedNames(name); err != nil {
+		return err
+	}
+	if limit := r.limits.Memory / PageSize; m.MemoryPages > limit {
+		return fmt.Errorf("memory: the module needs at least %d pages (%d MiB), over the limit of %d pages (%d MiB): %w",
+			m.MemoryPages, m.MemoryPages*PageSize>>20, limit, limit*PageSize>>20, ErrRefused)
+	}
+	for _, imp := range m.Imports {
+		if imp.Module != "berm" && imp.Kind != manifest.KindFunc {
+			return fmt.Errorf("import %s.%s: this host provides no %s to import: %w", imp.Module, imp.Name, imp.Kind, ErrRefused)
+		}
+	}
+	return nil
+}
+
+// table links the core syscalls and the declared host syscalls.
+func (r *Runtime) table(m *manifest.Manifest) map[uint64]handler {
+	t := make(map[uint64]handler, 8+len(m.Syscalls))
+	for _, h := range coreHandlers() {
+		t[Number(h.name)] = h
+	}
+	for _, s := range r.hostSyscalls {
+		if m.Declares(s.Name) {
+			t[Number(s.Name)] = hostHandler(s)
+		}
+	}
+	return t
+}
+
+// UnknownSyscalls lists the syscalls a manifest declares that this host does
+// not have: calls to them will trap.
+func (r *Runtime) UnknownSyscalls(m *manifest.Manifest) []string {
+	known := map[string]bool{}
+	for _, s := range r.Syscalls() {
+		known[s.Name] = true
+	}
+	var out []string
+	for _, s := range m.Syscalls {
+		if !known[s] {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// Remove undeploys name; calls in flight finish first. It reports whether
+// anything was deployed under name.
+func (r *Runtime) Remove(name string) bool {
+	r.mu.Lock()
+	p := r.programs[name]
+	delete(r.programs, name)
+	r.mu.Unlock()
+	if p != nil {
+		p.retire()
+	}
+	return p != nil
+}
+
+// Program returns the program deployed under name, or nil.
+func (r *Runtime) Program(name string) *Program {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return r.programs[name]
+}
+
+// Programs lists the deployed programs by name.
+func (r *Runtime) Programs() []*Program {
+	r.mu.RLock()
+	out := make([]*Program, 0, len(r.programs))
+	for _, p := range r.programs {
+		out = append(out, p)
+	}
+	r.mu.RUnlock()
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+func (r *Runtime) acquire(name string) (*Program, error) {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	if r.closed {
+		return nil, ErrClosed
+	}
+	p := r.programs[name]
+	if p == nil {
+		return nil, ErrNoProgram
+	}
+	p.inflight.Add(1)
+	return p, nil
+}
+
+func (p *Program) release() {
+	if p.inflight.Add(-1) == 0 && p.retired.Load() {
+		p.closeOnce.Do(p.close)
+	}
+}
+
+// retire closes the program once no call holds it.
+func (p *Program) retire() {
+	p.retired.Store(true)
+	if p.inflight.Load() == 0 {
+		p.closeOnce.Do(p.close)
+	}
+}
+
+// Close releases a program that Prepare returned and that was never deployed.
+func (p *Program) Close() { p.retire() }
+
+func (p *Program) close() {
+	ctx := context.Background()
+	for _, m := range p.linked {
+		m.Close(ctx)
+	}
+	p.compiled.Close(ctx)
+}
+
+// Outcome is the program's own outcome of a call (the inner level): its
+// result, or its failure.
+type Outcome struct {
+	// Result is what the program last gave berm.result; empty when it never
+	// called it, and when it failed.
+	Result []byte
+	// Failed is set when the program called berm.fail; a failure wins over a
+	// result.
+	Failed bool
+	// Failure is the message of the program's last berm.fail.
+	Failure []byte
+}
+
+type callKey struct{}
+
+// Call runs a program's tool with args, a JSON object. The error is the
+// host's (ErrNoProgram, ErrNoTool, ErrArguments, ErrTrap, ErrDeadline,
+// ErrLimit); the Outcome is the program's result or failure.
+func (r *Runtime) Call(ctx context.Context, program, tool string, args []byte) (Outcome, error) {
+	ctx, cancel := context.WithTimeout(ctx, r.limits.Deadline)
+	defer cancel()
+	return r.call(ctx, program, tool, args, 0)
+}
+
+func (r *Runtime) call(ctx context.Context, program, tool string, args []byte, depth int) (Outcome, error) {
+	p, err := r.acquire(program)
+	if err != nil {
+		return Outcome{}, fmt.Errorf("%s: %w", manifest.FullName(program, tool), err)
+	}
+	defer p.release()
+	t := p.Manifest.Tool(tool)
+	if t == nil {
+		return Outcome{}, fmt.Errorf("%s: %w", manifest.FullName(program, tool), ErrNoTool)
+	}
+	if len(args) > r.limits.MaxArgs {
+		return Outcome{}, fmt.Errorf("%s: %w: %d bytes, over the limit of %d bytes",
+			manifest.FullName(program, tool), ErrArguments, len(args), r.limits.MaxArgs)
+	}
+	if err := t.Validate(args); err != nil {
+		return Outcome{}, fmt.Errorf("%s: %w", manifest.FullName(program, tool), err)
+	}
+	c := &Call{rt: r, program: p, tool: tool, args: args, depth: depth}
+	err = r.run(ctx, c, t)
+	full := manifest.FullName(program, tool)
+	if err != nil {
+		return Outcome{}, r.hostError(ctx, full, err)
+	}
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		// A nested call ran out of the shared deadline and this one returned
+		// before wazero noticed: it meets the same deadline.
+		return Outcome{}, fmt.Errorf("%s: ran past its deadline: %w", full, ErrDeadline)
+	}
+	final, what := c.result, "result"
+	if c.failed {
+		final, what = c.failure, "failure message"
+	}
+	if final.over > 0 {
+		return Outcome{}, fmt.Errorf("%s: %s of %d bytes is over the limit of %d bytes: %w",
+			full, what, final.over, r.limits.MaxResult, ErrLimit)
+	}
+	if c.failed {
+		return Outcome{Failed: true, Failure: final.b}, nil
+	}
+	return Outcome{Result: final.b}, nil
+}
+
+// run instantiates the program anew, runs _initialize when exported, then the
+// tool, and closes the instance.
+func (r *Runtime) run(ctx context.Context, c *Call, t *manifest.Tool) (err error) {
+	ctx = context.WithValue(ctx, callKey{}, c)
+	if c.program.resolver != nil {
+		ctx = experimental.WithImportResolver(ctx, c.program.resolver)
+	}
+	mod, err := r.wz.InstantiateModule(ctx, c.program.compiled, r.modConfig)
+	if err != nil {
+		return err
+	}
+	defer mod.Close(context.Background())
+	if c.program.Manifest.Initialize {
+		c.initializing = true
+		if _, err := mod.ExportedFunction("_initialize").Call(ctx); err != nil {
+			return fmt.Errorf("_initialize: %w", err)
+		}
+		c.initializing = false
+	}
+	_, err = mod.ExportedFunction(manifest.ToolExportPrefix + t.Name).Call(ctx)
+	return err
+}
+
+// hostError turns what wazero returned into the host's error.
+func (r *Runtime) hostError(ctx context.Context, full string, err error) error {
+	var exit *sys.ExitError
+	switch {
+	case errors.Is(ctx.Err(), context.DeadlineExceeded):
+		return fmt.Errorf("%s: ran past its deadline: %w", full, ErrDeadline)
+	case errors.As(err, &exit) && exit.ExitCode() == sys.ExitCodeDeadlineExceeded:
+		return fmt.Errorf("%s: ran past its deadline: %w", full, ErrDeadline)
+	case errors.As(err, &exit) && exit.ExitCode() == sys.ExitCodeContextCanceled:
+		return fmt.Errorf("%s: canceled: %w", full, context.Canceled)
+	case errors.As(err, &exit):
+		return fmt.Errorf("%s: trapped: the program exited with code %d: %w", full, exit.ExitCode(), ErrTrap)
+	}
+	return fmt.Errorf("%s: trapped: %s: %w", full, firstLine(err), ErrTrap)
+}
+
+// nested runs berm.call for caller c. Every refusal (undeclared target, depth,
+// no such program or tool, bad arguments, trap, deadline) is staged with bits
+// 63 and 62; the callee's failure with bit 63.
+func (r *Runtime) nested(ctx context.Context, c *Call, program, tool string, args []byte) uint64 {
+	full := manifest.FullName(program, tool)
+	if !c.program.Manifest.MayCall(program, tool) {
+		return c.Refuse(fmt.Sprintf("berm.call %s: refused: not declared in the manifest's calls", full))
+	}
+	if c.depth+1 > r.maxDepth {
+		return c.Refuse(fmt.Sprintf("berm.call %s: refused: call depth %d exceeds the limit of %d", full, c.depth+1, r.maxDepth))
+	}
+	out, err := r.call(ctx, program, tool, args, c.depth+1)
+	switch {
+	case err != nil:
+		return c.Refuse("berm.call " + err.Error())
+	case out.Failed:
+		return c.StageError(out.Failure)
+	}
+	return c.Stage(out.Result)
+}

@@ -1,0 +1,270 @@
+package runtime
+
+import (
+	"context"
+	"encoding/binary"
+
+	"github.com/tetratelabs/wazero/api"
+)
+
+// Bits of a staging syscall's return value (ABI.md, Syscalls): ErrorBit marks
+// the staged bytes as an error message, ErrorBit|HostBit as the host's refusal.
+const (
+	ErrorBit uint64 = 1 << 63
+	HostBit  uint64 = 1 << 62
+)
+
+// Number is the number a program calls a syscall by: the 64-bit FNV-1a hash
+// of its name.
+func Number(name string) uint64 {
+	h := uint64(0xcbf29ce484222325)
+	for i := 0; i < len(name); i++ {
+		h ^= uint64(name[i])
+		h *= 0x100000001b3
+	}
+	return h
+}
+
+// Input says how a syscall reads its ptr and len arguments.
+type Input int
+
+const (
+	// Unused: ptr and len are ignored, and never trap.
+	Unused Input = 0
+	// Raw: the len bytes at ptr, unframed.
+	Raw Input = -1
+)
+
+// Framed is an input of n fields, framed as ABI.md defines: each a
+// little-endian u32 length and that many bytes, filling len exactly.
+func Framed(n int) Input { return Input(n) }
+
+// A Syscall is one entry of a host's syscall table. A program reaches it only
+// when its manifest declares the name; the number it calls is Number(Name).
+type Syscall struct {
+	Name  string
+	Input Input
+	// Func handles one invocation. in holds the input as Input says (nil for
+	// Unused); its bytes alias the program's memory, so copy what you keep.
+	// The returned value goes back to the program; stage bytes with the
+	// Call's methods. An error traps the instance.
+	Func func(ctx context.Context, c *Call, in [][]byte) (uint64, error)
+}
+
+// SyscallInfo describes one entry of the table a program is linked against.
+type SyscallInfo struct {
+	Name   string `json:"name"`
+	Number uint64 `json:"number"`
+	// Core is set for the syscalls of ABI.md that every host has and every
+	// program is linked with; the others are linked only when declared.
+	Core bool `json:"core"`
+}
+
+// Call is one running call of a program's tool, as its syscalls see it.
+type Call struct {
+	rt      *Runtime
+	program *Program
+	tool    string
+	args    []byte
+	depth   int
+
+	initializing bool
+	result       outcomeBytes
+	failure      outcomeBytes
+	failed       bool
+	staged       []byte
+}
+
+// Program is the deployed name of the program making the syscall.
+func (c *Call) Program() string { return c.program.Name }
+
+// Tool is the tool being called.
+func (c *Call) Tool() string { return c.tool }
+
+// Depth is the call's depth: 0 at the top level, d+1 inside a berm.call made at d.
+func (c *Call) Depth() int { return c.depth }
+
+// Stage leaves b on the host for berm.result.read and returns its length:
+// a staging syscall's plain return.
+func (c *Call) Stage(b []byte) uint64 {
+	c.staged = append(c.staged[:0], b...)
+	return uint64(len(c.staged))
+}
+
+// StageError stages msg as an error message (bit 63).
+func (c *Call) StageError(msg []byte) uint64 { return c.Stage(msg) | ErrorBit }
+
+// Refuse stages msg as the host's refusal (bits 63 and 62).
+func (c *Call) Refuse(msg string) uint64 {
+	c.staged = append(c.staged[:0], msg...)
+	return uint64(len(c.staged)) | ErrorBit | HostBit
+}
+
+// MaxLogLine bounds one berm.log line; longer lines are cut to it.
+const MaxLogLine = 64 << 10
+
+// handler is a linked syscall: it reads its own input from memory.
+type handler struct {
+	name string
+	core bool
+	fn   func(ctx context.Context, c *Call, mem api.Memory, ptr, n uint32) uint64
+}
+
+// Core syscall names (ABI.md, Core syscalls).
+const (
+	SysArgsLen    = "berm.args.len"
+	SysArgsRead   = "berm.args.read"
+	SysResult     = "berm.result"
+	SysFail       = "berm.fail"
+	SysLog        = "berm.log"
+	SysCall       = "berm.call"
+	SysResultRead = "berm.result.read"
+)
+
+func coreHandlers() []handler {
+	return []handler{
+		{name: SysArgsLen, core: true, fn: func(_ context.Context, c *Call, _ api.Memory, _, _ uint32) uint64 {
+			return uint64(len(c.args))
+		}},
+		{name: SysArgsRead, core: true, fn: func(_ context.Context, c *Call, mem api.Memory, ptr, n uint32) uint64 {
+			write(mem, SysArgsRead, ptr, n, c.args)
+			return uint64(len(c.args))
+		}},
+		{name: SysResult, core: true, fn: func(_ context.Context, c *Call, mem api.Memory, ptr, n uint32) uint64 {
+			c.result.set(read(mem, SysResult, ptr, n), c.rt.limits.MaxResult)
+			return 0
+		}},
+		{name: SysFail, core: true, fn: func(_ context.Context, c *Call, mem api.Memory, ptr, n uint32) uint64 {
+			c.failure.set(read(mem, SysFail, ptr, n), c.rt.limits.MaxResult)
+			c.failed = true
+			return 0
+		}},
+		{name: SysLog, core: true, fn: func(ctx context.Context, c *Call, mem api.Memory, ptr, n uint32) uint64 {
+			line := read(mem, SysLog, ptr, n)
+			if len(line) > MaxLogLine {
+				line = line[:MaxLogLine]
+			}
+			if c.rt.log != nil {
+				c.rt.log(ctx, c.program.Name, c.tool, append([]byte(nil), line...))
+			}
+			return 0
+		}},
+		{name: SysCall, core: true, fn: func(ctx context.Context, c *Call, mem api.Memory, ptr, n uint32) uint64 {
+			f := frame(SysCall, read(mem, SysCall, ptr, n), 3)
+			return c.rt.nested(ctx, c, string(f[0]), string(f[1]), f[2])
+		}},
+		{name: SysResultRead, core: true, fn: func(_ context.Context, c *Call, mem api.Memory, ptr, n uint32) uint64 {
+			write(mem, SysResultRead, ptr, n, c.staged)
+			return uint64(len(c.staged))
+		}},
+	}
+}
+
+// hostHandler adapts an embedder's Syscall to a handler.
+func hostHandler(s Syscall) handler {
+	return handler{name: s.Name, fn: func(ctx context.Context, c *Call, mem api.Memory, ptr, n uint32) uint64 {
+		var in [][]byte
+		switch {
+		case s.Input == Raw:
+			in = [][]byte{read(mem, s.Name, ptr, n)}
+		case s.Input > 0:
+			in = frame(s.Name, read(mem, s.Name, ptr, n), int(s.Input))
+		}
+		v, err := s.Func(ctx, c, in)
+		if err != nil {
+			panic(trapf("syscall %s: %v", s.Name, err))
+		}
+		return v
+	}}
+}
+
+// read returns the n bytes at ptr, trapping when any is outside memory. Zero
+// bytes never trap.
+func read(mem api.Memory, name string, ptr, n uint32) []byte {
+	if n == 0 {
+		return nil
+	}
+	b, ok := mem.Read(ptr, n)
+	if !ok {
+		panic(trapf("syscall %s: %d bytes at 0x%x are outside memory (%d bytes)", name, n, ptr, mem.Size()))
+	}
+	return b
+}
+
+// write copies min(capacity, len(src)) bytes to ptr, trapping when any is
+// outside memory.
+func write(mem api.Memory, name string, ptr, capacity uint32, src []byte) {
+	if uint64(capacity) > uint64(len(src)) {
+		capacity = uint32(len(src))
+	}
+	if capacity == 0 {
+		return
+	}
+	if !mem.Write(ptr, src[:capacity]) {
+		panic(trapf("syscall %s: %d bytes at 0x%x are outside memory (%d bytes)", name, capacity, ptr, mem.Size()))
+	}
+}
+
+// frame splits b into exactly n framed fields, trapping on anything else.
+func frame(name string, b []byte, n int) [][]byte {
+	fields := make([][]byte, 0, n)
+	for len(b) > 0 {
+		if len(b) < 4 {
+			panic(trapf("syscall %s: malformed frame: %d stray bytes after field %d", name, len(b), len(fields)))
+		}
+		size := binary.LittleEndian.Uint32(b)
+		b = b[4:]
+		if uint64(size) > uint64(len(b)) {
+			panic(trapf("syscall %s: malformed frame: field %d claims %d bytes, %d left", name, len(fields), size, len(b)))
+		}
+		fields = append(fields, b[:size])
+		b = b[size:]
+	}
+	if len(fields) != n {
+		panic(trapf("syscall %s: malformed frame: %d fields, want %d", name, len(fields), n))
+	}
+	return fields
+}
+
+// dispatch is the one function a program imports from module berm.
+func (r *Runtime) dispatch(ctx context.Context, mod api.Module, stack []uint64) {
+	c, _ := ctx.Value(callKey{}).(*Call)
+	if c == nil {
+		panic(trapf("berm.syscall called outside a call"))
+	}
+	number := stack[0]
+	h, ok := c.program.table[number]
+	if !ok {
+		panic(r.unlinked(number))
+	}
+	if c.initializing && h.name != SysLog {
+		panic(trapf("syscall %s called during _initialize: only berm.log is linked there", h.name))
+	}
+	stack[0] = h.fn(ctx, c, mod.Memory(), uint32(stack[1]), uint32(stack[2]))
+}
+
+// unlinked names a number the program's table does not hold.
+func (r *Runtime) unlinked(number uint64) *trap {
+	for _, s := range r.hostSyscalls {
+		if Number(s.Name) == number {
+			return trapf("syscall %s (0x%x) is not linked: the program's manifest does not declare it in syscalls", s.Name, number)
+		}
+	}
+	return trapf("syscall 0x%x: nothing is registered for it", number)
+}
+
+// outcomeBytes holds a result or failure message. One over the limit is not
+// copied, only its size kept: whether it is the host's error depends on the
+// outcome (a failure wins over a result), known when the call ends.
+type outcomeBytes struct {
+	b    []byte
+	over int
+}
+
+func (o *outcomeBytes) set(b []byte, limit int) {
+	if len(b) > limit {
+		o.b, o.over = nil, len(b)
+		return
+	}
+	o.b, o.over = append(o.b[:0], b...), 0
+}

@@ -1,0 +1,79 @@
+# Fixture rules: see testdata/README.md. Included by the top-level Makefile, so
+# every path is from the repository's root.
+#
+# An image is a module compiled by wat2wasm (which cannot write custom sections)
+# with a manifest attached by mkimage as its .berm.abi section. wat2wasm writes
+# to a pipe, so nothing is left behind but the .wasm files; the few images that
+# need a file in between remove it in the same recipe.
+
+WAT2WASM ?= wat2wasm
+GO ?= go
+MKIMAGE = $(GO) run ./testdata/mkimage
+# What an image depends on besides its own sources.
+IMAGE_DEPS = testdata/mkimage/main.go manifest/attach.go testdata/fixtures.mk
+
+# The programs tests deploy: testdata/NAME.wat and testdata/NAME.abi.json.
+FIXTURES = echo core nest kv init init_syscall imports
+
+# Broken images, one per refusal of ABI.md (see testdata/README.md):
+# - over a module of their own, testdata/broken/NAME.wat and NAME.abi.json;
+BROKEN_MODULE = no_memory memory_not_memory init_type missing_export export_type \
+	tool_name_dot tool_name_long berm_import_other berm_syscall_type \
+	import_memory import_global big_memory
+# - over the sound module testdata/broken/base.wat, with NAME.abi.json;
+BROKEN_MANIFEST = bad_json abi_missing abi_wrong abi_string no_tools dup_tool \
+	schema_not_object schema_bool schema_invalid schema_external_ref bad_call_name
+# - built by the explicit rules at the end.
+BROKEN_ODD = not_wasm component truncated no_section two_sections not_utf8
+
+FIXTURE_IMAGES = $(FIXTURES:%=testdata/%.wasm) \
+	$(BROKEN_MODULE:%=testdata/broken/%.wasm) \
+	$(BROKEN_MANIFEST:%=testdata/broken/%.wasm) \
+	$(BROKEN_ODD:%=testdata/broken/%.wasm)
+
+.PHONY: fixtures
+fixtures: $(FIXTURE_IMAGES)
+
+# $(call image,module.wat,payload...) compiles the module and attaches each
+# payload as a .berm.abi section, in order, writing $@.
+image = $(WAT2WASM) $(1) --output=- | $(MKIMAGE) -o $@ /dev/stdin $(2)
+
+# The normal case, testdata/ and testdata/broken/ alike: NAME.wat + NAME.abi.json.
+testdata/%.wasm: testdata/%.wat testdata/%.abi.json $(IMAGE_DEPS)
+	$(call image,$<,$(word 2,$^))
+
+$(BROKEN_MANIFEST:%=testdata/broken/%.wasm): testdata/broken/%.wasm: \
+		testdata/broken/base.wat testdata/broken/%.abi.json $(IMAGE_DEPS)
+	$(call image,$<,$(word 2,$^))
+
+# not_wasm: a text file, whatever its name says.
+testdata/broken/not_wasm.wasm: testdata/fixtures.mk
+	printf 'not a WebAssembly module, only a text file named .wasm\n' > $@
+
+# component: the 8-byte header of a WebAssembly component (version 0x0d,
+# layer 1), which is not a core module.
+testdata/broken/component.wasm: testdata/fixtures.mk
+	printf '\000asm\015\000\001\000' > $@
+
+# truncated: a sound image cut in half, which falls in the middle of its
+# .berm.abi section.
+testdata/broken/truncated.wasm: testdata/broken/base.wat testdata/broken/truncated.abi.json $(IMAGE_DEPS)
+	$(WAT2WASM) $< --output=- | $(MKIMAGE) -o $@.whole /dev/stdin $(word 2,$^) && \
+	head -c $$(( $$(wc -c < $@.whole) / 2 )) $@.whole > $@; \
+	s=$$?; rm -f $@.whole; exit $$s
+
+# no_section: the sound module with no manifest at all.
+testdata/broken/no_section.wasm: testdata/broken/base.wat $(IMAGE_DEPS)
+	$(call image,$<)
+
+# two_sections: a sound manifest, attached twice.
+testdata/broken/two_sections.wasm: testdata/broken/base.wat testdata/broken/two_sections.abi.json $(IMAGE_DEPS)
+	$(call image,$<,$(word 2,$^) $(word 2,$^))
+
+# not_utf8: a manifest that is sound but for one byte, 0xff, which is never
+# UTF-8 (JSON decoders tend to let it through as U+FFFD). Kept here rather than
+# in a .abi.json, which editors would "fix".
+testdata/broken/not_utf8.wasm: testdata/broken/base.wat $(IMAGE_DEPS)
+	printf '{"abi_version": 0, "usage": "broken: \377 is not UTF-8", "tools": [{"name": "x"}]}\n' > $@.json && \
+	$(call image,$<,$@.json); \
+	s=$$?; rm -f $@.json; exit $$s
