@@ -9,7 +9,7 @@ import (
 	"github.com/urfave/cli/v3"
 
 	"github.com/berm-dev/berm/manifest"
-
+	"github.com/berm-dev/berm/mcpserve"
 	"github.com/berm-dev/berm/runtime"
 	"github.com/berm-dev/berm/runtime/store"
 )
@@ -18,6 +18,7 @@ type deployOptions struct {
 	root    string
 	example string
 	json    bool
+	remote
 }
 
 func newDeployCommand(e *env) *cli.Command {
@@ -25,18 +26,20 @@ func newDeployCommand(e *env) *cli.Command {
 		Name:      "deploy",
 		Usage:     "deploy a program under a name",
 		ArgsUsage: "NAME FILE",
-		Description: `Checks the image against ABI.md and this host, compiles it (so the first call
-is fast), stores it by digest and records NAME -> digest. Prints the digest.
-Deploying a name again replaces it; an invalid image or name changes nothing.
+		Description: `Checks the image against ABI.md, this host and MCP, compiles it (so the first
+call is fast), stores it by digest and records NAME -> digest. Prints the
+digest. Deploying a name again replaces it; an invalid image or name changes
+nothing. A running berm serve picks the change up within a second.
 
    berm deploy echo ./echo.wasm
-   berm deploy --example hello      # the example program this binary carries`,
-		Flags: []cli.Flag{
+   berm deploy --example hello                     # the example this binary carries
+   berm deploy --server http://ci:7777 echo ./echo.wasm   # through a server's control API`,
+		Flags: append([]cli.Flag{
 			&cli.StringFlag{Name: "example", Usage: "deploy the embedded example `NAME` (under that name unless NAME is given)"},
-			&cli.BoolFlag{Name: "json", Usage: "print the deployment as JSON"},
-		},
+			&cli.BoolFlag{Name: "json", Usage: `print {"name", "digest", "tools", "source"}`},
+		}, serverFlags()...),
 		Action: func(ctx context.Context, cmd *cli.Command) error {
-			opts := deployOptions{root: cmd.String("root"), example: cmd.String("example"), json: cmd.Bool("json")}
+			opts := deployOptions{root: cmd.String("root"), example: cmd.String("example"), json: cmd.Bool("json"), remote: readServerFlags(cmd)}
 			return runDeploy(ctx, e, opts, cmd.Args().Slice())
 		},
 	}
@@ -45,9 +48,9 @@ Deploying a name again replaces it; an invalid image or name changes nothing.
 func runDeploy(ctx context.Context, e *env, opts deployOptions, args []string) error {
 	var name, source string
 	var image []byte
+	var err error
 	switch {
 	case opts.example != "" && len(args) <= 1:
-		var err error
 		if image, err = exampleImage(opts.example); err != nil {
 			return err
 		}
@@ -56,7 +59,6 @@ func runDeploy(ctx context.Context, e *env, opts deployOptions, args []string) e
 			name = args[0]
 		}
 	case opts.example == "" && len(args) == 2:
-		var err error
 		name = args[0]
 		if image, err = readImageFile(args[1]); err != nil {
 			return err
@@ -70,36 +72,38 @@ func runDeploy(ctx context.Context, e *env, opts deployOptions, args []string) e
 	if err := manifest.CheckProgramName(name); err != nil {
 		return err
 	}
-	st, err := store.Open(opts.root)
+	info, err := deploy(ctx, opts, name, image, source)
 	if err != nil {
 		return err
+	}
+	for _, w := range info.Warnings {
+		fmt.Fprintf(e.stderr, "berm: warning: %s\n", w)
+	}
+	if opts.json {
+		return writeJSON(e, info)
+	}
+	fmt.Fprintln(e.stdout, info.Digest)
+	return nil
+}
+
+func deploy(ctx context.Context, opts deployOptions, name string, image []byte, source string) (mcpserve.ProgramInfo, error) {
+	client, err := opts.client()
+	if err != nil {
+		return mcpserve.ProgramInfo{}, err
+	}
+	if client != nil {
+		return client.Deploy(ctx, name, image, source)
+	}
+	st, err := store.Open(opts.root)
+	if err != nil {
+		return mcpserve.ProgramInfo{}, err
 	}
 	rt, err := newRuntime(ctx, st, runtimeConfig{depth: runtime.DefaultCallDepth})
 	if err != nil {
-		return err
+		return mcpserve.ProgramInfo{}, err
 	}
 	defer rt.Close(ctx)
-	p, err := rt.Prepare(ctx, name, image)
-	if err != nil {
-		return fmt.Errorf("deploy %s: %w", name, err)
-	}
-	defer p.Close()
-	for _, s := range rt.UnknownSyscalls(p.Manifest) {
-		fmt.Fprintf(e.stderr, "berm: warning: %s declares syscall %s, which this host does not have: calls to it will trap\n", name, s)
-	}
-	digest, err := st.PutImage(image)
-	if err != nil {
-		return err
-	}
-	d := store.Deployment{Name: name, Digest: digest, Source: source}
-	if err := st.Deploy(d); err != nil {
-		return err
-	}
-	if opts.json {
-		return writeJSON(e, lsEntry{Name: name, Digest: digest, Tools: p.Manifest.ToolNames(), Source: source})
-	}
-	fmt.Fprintln(e.stdout, digest)
-	return nil
+	return mcpserve.Deploy(ctx, rt, st, name, image, source, mcpserve.Underscore)
 }
 
 func writeJSON(e *env, v any) error {

@@ -7,22 +7,14 @@ import (
 
 	"github.com/urfave/cli/v3"
 
-	"github.com/berm-dev/berm/manifest"
+	"github.com/berm-dev/berm/mcpserve"
 	"github.com/berm-dev/berm/runtime/store"
 )
 
 type inspectOptions struct {
 	root string
 	json bool
-}
-
-// inspectOutput is what `berm inspect --json` prints.
-type inspectOutput struct {
-	Name   string `json:"name,omitempty"`
-	Digest string `json:"digest"`
-	Size   int    `json:"size"`
-	Source string `json:"source,omitempty"`
-	*manifest.Manifest
+	remote
 }
 
 func newInspectCommand(e *env) *cli.Command {
@@ -35,41 +27,60 @@ and calls it declares, what the module imports, its size and digest. An argument
 naming an existing file is read from that file, anything else is a deployed name.
 
    berm inspect ./echo.wasm
-   berm inspect --json hello | jq '.tools[].name'`,
-		Flags: []cli.Flag{&cli.BoolFlag{Name: "json", Usage: "print the manifest and module facts as JSON"}},
+   berm inspect --json hello | jq '.tools[].name'
+   berm inspect --server http://ci:7777 hello`,
+		Flags: append([]cli.Flag{
+			&cli.BoolFlag{Name: "json", Usage: "print the manifest and module facts as JSON"},
+		}, serverFlags()...),
 		Action: func(ctx context.Context, cmd *cli.Command) error {
 			if cmd.Args().Len() != 1 {
 				return usagef("inspect takes one FILE|NAME")
 			}
-			return runInspect(ctx, e, inspectOptions{root: cmd.String("root"), json: cmd.Bool("json")}, cmd.Args().First())
+			opts := inspectOptions{root: cmd.String("root"), json: cmd.Bool("json"), remote: readServerFlags(cmd)}
+			return runInspect(ctx, e, opts, cmd.Args().First())
 		},
 	}
 }
 
-func runInspect(_ context.Context, e *env, opts inspectOptions, arg string) error {
-	st, err := store.Open(opts.root)
+func runInspect(ctx context.Context, e *env, opts inspectOptions, arg string) error {
+	d, err := inspect(ctx, opts, arg)
 	if err != nil {
 		return err
+	}
+	if opts.json {
+		return writeJSON(e, d)
+	}
+	return printInspect(e, d)
+}
+
+func inspect(ctx context.Context, opts inspectOptions, arg string) (mcpserve.Details, error) {
+	client, err := opts.client()
+	if err != nil {
+		return mcpserve.Details{}, err
+	}
+	if client != nil && !isFile(arg) {
+		return client.Inspect(ctx, arg)
+	}
+	st, err := store.Open(opts.root)
+	if err != nil {
+		return mcpserve.Details{}, err
 	}
 	t, err := loadTarget(st, arg)
 	if err != nil {
-		return err
+		return mcpserve.Details{}, err
 	}
-	m, err := manifest.Read(t.image)
-	if err != nil {
-		return fmt.Errorf("%s: %w", arg, err)
-	}
-	out := inspectOutput{Digest: manifest.Digest(t.image), Size: len(t.image), Source: t.source, Manifest: m}
+	name := ""
 	if t.deployed != nil {
-		out.Name = t.name
+		name = t.name
 	}
-	if opts.json {
-		return writeJSON(e, out)
+	d, err := mcpserve.Describe(name, t.image, t.source)
+	if err != nil {
+		return mcpserve.Details{}, fmt.Errorf("%s: %w", arg, err)
 	}
-	return printInspect(e, out)
+	return d, nil
 }
 
-func printInspect(e *env, out inspectOutput) error {
+func printInspect(e *env, out mcpserve.Details) error {
 	w := e.stdout
 	if out.Name != "" {
 		fmt.Fprintf(w, "name:      %s\n", out.Name)

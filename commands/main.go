@@ -92,6 +92,7 @@ it once and instantiates it anew for every call.
 			newInspectCommand(e),
 			newRunCommand(e),
 			newRmCommand(e),
+			newServeCommand(e),
 			newSyscallsCommand(e),
 			newVersionCommand(e),
 		},

@@ -59,7 +59,7 @@ type target struct {
 // loadTarget resolves FILE|NAME: an argument naming an existing file is a
 // file, one containing '/' an OCI reference, anything else a deployed name.
 func loadTarget(st *store.Store, arg string) (*target, error) {
-	if info, err := os.Stat(arg); err == nil && !info.IsDir() {
+	if isFile(arg) {
 		image, err := readImageFile(arg)
 		if err != nil {
 			return nil, err
@@ -83,6 +83,12 @@ func loadTarget(st *store.Store, arg string) (*target, error) {
 		return nil, err
 	}
 	return &target{name: d.Name, image: image, source: d.Source, deployed: &d}, nil
+}
+
+// isFile reports whether arg names an existing file.
+func isFile(arg string) bool {
+	info, err := os.Stat(arg)
+	return err == nil && !info.IsDir()
 }
 
 // readImageFile reads a file that should be an image, refusing one over the

@@ -13,38 +13,56 @@ import (
 type rmOptions struct {
 	root     string
 	keepData bool
+	remote
 }
 
 func newRmCommand(e *env) *cli.Command {
 	return &cli.Command{
 		Name:      "rm",
-		Usage:     "remove a deployed program and its data",
+		Usage:     "remove deployed programs and their data",
 		ArgsUsage: "NAME...",
 		Description: `Removes the deployment and, unless --keep-data, the data the program kept
 with berm.set. The image stays in the store, addressed by its digest.
 
    berm rm hello
-   berm rm --keep-data hello    # a later deploy under the same name finds its data`,
-		Flags: []cli.Flag{&cli.BoolFlag{Name: "keep-data", Usage: "keep the program's data for a later deploy under the same name"}},
+   berm rm --keep-data hello    # a later deploy under the same name finds its data
+   berm rm --server http://ci:7777 hello`,
+		Flags: append([]cli.Flag{
+			&cli.BoolFlag{Name: "keep-data", Usage: "keep the program's data for a later deploy under the same name"},
+		}, serverFlags()...),
 		Action: func(ctx context.Context, cmd *cli.Command) error {
 			if cmd.Args().Len() == 0 {
 				return usagef("rm takes at least one NAME")
 			}
-			return runRm(ctx, e, rmOptions{root: cmd.String("root"), keepData: cmd.Bool("keep-data")}, cmd.Args().Slice())
+			opts := rmOptions{root: cmd.String("root"), keepData: cmd.Bool("keep-data"), remote: readServerFlags(cmd)}
+			return runRm(ctx, e, opts, cmd.Args().Slice())
 		},
 	}
 }
 
-func runRm(_ context.Context, e *env, opts rmOptions, names []string) error {
-	st, err := store.Open(opts.root)
-	if err != nil {
-		return err
-	}
+func runRm(ctx context.Context, e *env, opts rmOptions, names []string) error {
 	for _, name := range names {
 		if err := manifest.CheckProgramName(name); err != nil {
 			return err
 		}
-		if err := st.Remove(name, opts.keepData); err != nil {
+	}
+	client, err := opts.client()
+	if err != nil {
+		return err
+	}
+	var st *store.Store
+	if client == nil {
+		if st, err = store.Open(opts.root); err != nil {
+			return err
+		}
+	}
+	for _, name := range names {
+		if client != nil {
+			err = client.Remove(ctx, name, opts.keepData)
+		} else {
+			err = st.Remove(name, opts.keepData)
+		}
+		if err != nil {
 			return err
 		}
 		fmt.Fprintf(e.stdout, "removed %s\n", name)

@@ -5,21 +5,15 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"time"
 
 	"github.com/urfave/cli/v3"
 
-	"github.com/berm-dev/berm/runtime"
 	"github.com/berm-dev/berm/runtime/store"
 )
 
 type runOptions struct {
-	root         string
-	timeout      time.Duration
-	memory       string
-	maxArgs      string
-	maxResult    string
-	maxCallDepth int
+	root string
+	limitOptions
 }
 
 func newRunCommand(e *env) *cli.Command {
@@ -40,56 +34,12 @@ a host error (no such program or tool, arguments refused, trap, deadline) to
 stderr (exit 2). berm.log lines go to stderr as they come.
 
 ` + exitCodesHelp,
-		Flags: []cli.Flag{
-			&cli.DurationFlag{Name: "timeout", Value: runtime.DefaultDeadline, Usage: "deadline of the call, nested calls included (Go duration: 500ms, 30s, 2m)"},
-			&cli.StringFlag{Name: "memory", Value: "128MiB", Usage: "memory limit of each instance (64MiB, 1GB, or bytes)"},
-			&cli.StringFlag{Name: "max-args", Value: "1MiB", Usage: "size limit of the arguments"},
-			&cli.StringFlag{Name: "max-result", Value: "16MiB", Usage: "size limit of a result or failure message"},
-			&cli.IntFlag{Name: "max-call-depth", Value: runtime.DefaultCallDepth, Usage: "how deep berm.call may nest (0 refuses every nested call)"},
-		},
+		Flags: limitFlags(),
 		Action: func(ctx context.Context, cmd *cli.Command) error {
-			opts := runOptions{
-				root:         cmd.String("root"),
-				timeout:      cmd.Duration("timeout"),
-				memory:       cmd.String("memory"),
-				maxArgs:      cmd.String("max-args"),
-				maxResult:    cmd.String("max-result"),
-				maxCallDepth: int(cmd.Int("max-call-depth")),
-			}
+			opts := runOptions{root: cmd.String("root"), limitOptions: readLimitFlags(cmd)}
 			return runRun(ctx, e, opts, cmd.Args().Slice())
 		},
 	}
-}
-
-func (o runOptions) limits() (runtime.Limits, error) {
-	if o.timeout <= 0 {
-		return runtime.Limits{}, usagef("--timeout %s: want a positive duration", o.timeout)
-	}
-	if o.maxCallDepth < 0 {
-		return runtime.Limits{}, usagef("--max-call-depth %d: want 0 or more", o.maxCallDepth)
-	}
-	l := runtime.Limits{Deadline: o.timeout}
-	for _, f := range []struct {
-		flag, value string
-		set         func(uint64)
-	}{
-		{"--memory", o.memory, func(v uint64) { l.Memory = v }},
-		{"--max-args", o.maxArgs, func(v uint64) { l.MaxArgs = int(v) }},
-		{"--max-result", o.maxResult, func(v uint64) { l.MaxResult = int(v) }},
-	} {
-		v, err := parseSize(f.value)
-		if err != nil {
-			return runtime.Limits{}, usagef("%s: %v", f.flag, err)
-		}
-		if v == 0 {
-			return runtime.Limits{}, usagef("%s: want more than 0 bytes", f.flag)
-		}
-		f.set(v)
-	}
-	if l.Memory < runtime.PageSize {
-		return runtime.Limits{}, usagef("--memory %s: want at least 64KiB", o.memory)
-	}
-	return l, nil
 }
 
 func runRun(ctx context.Context, e *env, opts runOptions, args []string) error {

@@ -36,6 +36,8 @@
   ;; A frame of one field whose u32 length (100) runs past the 2 bytes that
   ;; follow it: 6 bytes in all.
   (data (i32.const 0x210) "\64\00\00\00ab")
+  ;; Four bytes that are not UTF-8.
+  (data (i32.const 0x220) "\ff\fe\00\01")
 
   ;; ---- the core syscalls, one helper each (numbers: FNV-1a 64 of the name) ----
 
@@ -200,4 +202,17 @@
   (func (export "berm_tool_big_result")
     (call $ensure (i32.const 17825792))
     (memory.fill (global.get $BUF) (i32.const 0x78) (i32.const 17825792))
-    (call $result (global.get $BUF) (i32.const 17825792))))
+    (call $result (global.get $BUF) (i32.const 17825792)))
+
+  ;; binary: a result that is not UTF-8 (ff fe 00 01).
+  (func (export "berm_tool_binary")
+    (call $result (i32.const 0x220) (i32.const 4)))
+
+  ;; busy: counts to 5 million, long enough (about 100 ms) to be in
+  ;; flight while something else happens, then returns "ok".
+  (func (export "berm_tool_busy")
+    (local $i i32)
+    (loop $count
+      (local.set $i (i32.add (local.get $i) (i32.const 1)))
+      (br_if $count (i32.lt_u (local.get $i) (i32.const 5000000))))
+    (call $result (i32.const 0x200) (i32.const 2))))

@@ -1,0 +1,133 @@
+package commands
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+
+	"github.com/urfave/cli/v3"
+
+	"github.com/berm-dev/berm/mcpserve"
+	"github.com/berm-dev/berm/runtime/store"
+)
+
+type serveOptions struct {
+	root          string
+	stdio         bool
+	http          mcpserve.HTTPConfig
+	toolNames     string
+	maxConcurrent int
+	logFormat     string
+	limitOptions
+}
+
+func newServeCommand(e *env) *cli.Command {
+	return &cli.Command{
+		Name:  "serve",
+		Usage: "serve every deployed program's tools on one MCP endpoint",
+		Description: `Each tool is served as {program}_{tool}, described by its manifest, with the
+program's usage as the resource berm://{program}/usage. Programs deployed,
+replaced or removed while the server runs (from any process) are served within
+a second. On SIGTERM it stops taking calls, finishes those in flight and exits.
+
+   berm serve --stdio                            # for Claude Code:
+   claude mcp add berm -- berm serve --stdio
+   berm serve                                    # streamable HTTP at http://127.0.0.1:7777/mcp
+   berm serve --addr 0.0.0.0:7777 --token "$BERM_TOKEN" --tls-cert c.pem --tls-key k.pem
+
+Over HTTP the control API takes remote deploys (berm deploy --server URL), and
+GET /healthz answers load balancers. Any address beyond loopback needs --token;
+every request then needs "Authorization: Bearer <token>". Logs go to stderr;
+with --stdio, stdout carries nothing but the protocol.`,
+		Flags: append([]cli.Flag{
+			&cli.BoolFlag{Name: "stdio", Usage: "serve MCP over stdin and stdout"},
+			&cli.StringFlag{Name: "addr", Value: mcpserve.DefaultAddr, Usage: "listen address for streamable HTTP (at /mcp)", Sources: cli.EnvVars("BERM_ADDR")},
+			&cli.StringFlag{Name: "token", Usage: "bearer token every HTTP request must carry", Sources: cli.EnvVars("BERM_TOKEN")},
+			&cli.StringFlag{Name: "tls-cert", Usage: "certificate `FILE` (PEM) to serve HTTPS"},
+			&cli.StringFlag{Name: "tls-key", Usage: "key `FILE` (PEM) to serve HTTPS"},
+			&cli.StringFlag{Name: "tool-names", Value: "underscore", Usage: "underscore serves {program}_{tool}; dotted serves {program}.{tool}, for clients that accept dots"},
+			&cli.IntFlag{Name: "max-concurrent", Value: mcpserve.DefaultMaxConcurrent, Usage: "calls that run at once; past it calls wait"},
+			&cli.StringFlag{Name: "log-format", Value: "text", Usage: "text or json"},
+		}, limitFlags()...),
+		Action: func(ctx context.Context, cmd *cli.Command) error {
+			if cmd.Args().Len() > 0 {
+				return usagef("serve takes no arguments")
+			}
+			opts := serveOptions{
+				root:  cmd.String("root"),
+				stdio: cmd.Bool("stdio"),
+				http: mcpserve.HTTPConfig{
+					Addr:    cmd.String("addr"),
+					Token:   cmd.String("token"),
+					TLSCert: cmd.String("tls-cert"),
+					TLSKey:  cmd.String("tls-key"),
+				},
+				toolNames:     cmd.String("tool-names"),
+				maxConcurrent: int(cmd.Int("max-concurrent")),
+				logFormat:     cmd.String("log-format"),
+				limitOptions:  readLimitFlags(cmd),
+			}
+			return runServe(ctx, e, opts)
+		},
+	}
+}
+
+func runServe(ctx context.Context, e *env, opts serveOptions) error {
+	limits, err := opts.limits()
+	if err != nil {
+		return err
+	}
+	var naming mcpserve.Naming
+	switch opts.toolNames {
+	case "underscore":
+	case "dotted":
+		naming = mcpserve.Dotted
+	default:
+		return usagef("--tool-names %q: want underscore or dotted", opts.toolNames)
+	}
+	if opts.maxConcurrent <= 0 {
+		return usagef("--max-concurrent %d: want 1 or more", opts.maxConcurrent)
+	}
+	var handler slog.Handler
+	switch opts.logFormat {
+	case "text":
+		handler = slog.NewTextHandler(e.stderr, nil)
+	case "json":
+		handler = slog.NewJSONHandler(e.stderr, nil)
+	default:
+		return usagef("--log-format %q: want text or json", opts.logFormat)
+	}
+	logger := slog.New(handler)
+	if !opts.stdio && !mcpserve.IsLoopback(opts.http.Addr) && opts.http.Token == "" {
+		return withHint(fmt.Errorf("serve on %s: %w", opts.http.Addr, mcpserve.ErrNeedsToken),
+			"give --token (or BERM_TOKEN), or listen on loopback (127.0.0.1)")
+	}
+	st, err := store.Open(opts.root)
+	if err != nil {
+		return err
+	}
+	var srv *mcpserve.Server
+	rt, err := newRuntime(ctx, st, runtimeConfig{depth: opts.maxCallDepth, limits: limits,
+		log: func(ctx context.Context, program, tool string, line []byte) { srv.Log(ctx, program, tool, line) }})
+	if err != nil {
+		return err
+	}
+	defer rt.Close(context.WithoutCancel(ctx))
+	srv = mcpserve.New(rt, st, &mcpserve.Options{
+		Naming:        naming,
+		MaxConcurrent: opts.maxConcurrent,
+		Logger:        logger,
+		Version:       binaryVersion(),
+	})
+	if err := srv.Load(ctx); err != nil {
+		return err
+	}
+	go srv.Watch(ctx)
+	// Calls in flight at SIGTERM get as long as a call may take.
+	drain := limits.Deadline
+	if opts.stdio {
+		return srv.RunStdio(ctx, e.stdin, e.stdout, drain)
+	}
+	opts.http.MaxBody = int64(limits.MaxArgs) + 64<<10
+	return srv.RunHTTP(ctx, opts.http, drain)
+}

@@ -1,0 +1,17 @@
+// Package mcpserve serves every program deployed in a berm root on one MCP
+// endpoint, each tool named {program}_{tool}, over stdio or streamable HTTP,
+// and offers the control API that remote deploys use.
+//
+//	srv := mcpserve.New(rt, st, &mcpserve.Options{Logger: logger})
+//	if err := srv.Load(ctx); err != nil { // tools listed from manifests at once
+//		return err
+//	}
+//	go srv.Watch(ctx) // deploys from other processes show within a second
+//	err := srv.RunStdio(ctx, os.Stdin, os.Stdout, drain)
+//
+// A call runs through the runtime; its outcome maps onto MCP as ABI.md says:
+// the program's result is text content (and structured content when it is a
+// JSON object; bytes that are not UTF-8 an embedded binary resource), the
+// program's failure and refused arguments are results with isError, and
+// every other host error is a JSON-RPC error (CodeTrap, CodeDeadline, ...).
+package mcpserve

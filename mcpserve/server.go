@@ -1,0 +1,548 @@
+package mcpserve
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+	"unicode/utf8"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/berm-dev/berm/manifest"
+	"github.com/berm-dev/berm/runtime"
+	"github.com/berm-dev/berm/runtime/store"
+)
+
+// Naming is how a tool's served name is formed.
+type Naming int
+
+const (
+	// Underscore serves {program}_{tool}: what Claude Desktop, claude.ai,
+	// Claude Code and Codex accept (ABI.md, Names).
+	Underscore Naming = iota
+	// Dotted serves {program}.{tool}, for clients that accept dots.
+	Dotted
+)
+
+// Name forms a served tool name.
+func (n Naming) Name(program, tool string) string {
+	if n == Dotted {
+		return manifest.FullName(program, tool)
+	}
+	return manifest.ServedName(program, tool)
+}
+
+// JSON-RPC error codes of the host's errors, in the range JSON-RPC leaves to
+// servers. Refused arguments and the program's own failure are tool results
+// with isError, not errors.
+const (
+	CodeTrap     = -32010 // the program trapped
+	CodeDeadline = -32011 // the call ran past its deadline
+	CodeLimit    = -32012 // a result or failure message over the size limit
+	CodeBusy     = -32013 // the server is shutting down
+)
+
+// Defaults of Options.
+const (
+	DefaultMaxConcurrent = 32
+	DefaultPollInterval  = 250 * time.Millisecond
+)
+
+// Options configure a Server. Zero values take defaults.
+type Options struct {
+	Naming Naming
+	// MaxConcurrent bounds the calls that run at once; past it calls wait.
+	MaxConcurrent int
+	// PollInterval is how often the store is checked for deployments made by
+	// other processes.
+	PollInterval time.Duration
+	// Logger receives a record of each call and each berm.log line.
+	Logger *slog.Logger
+	// Version is the server's version in the MCP handshake.
+	Version string
+}
+
+// Server serves every program deployed in a store as MCP tools, running
+// calls through a runtime.
+type Server struct {
+	rt     *runtime.Runtime
+	st     *store.Store
+	opts   Options
+	log    *slog.Logger
+	mcp    *mcp.Server
+	slots  chan struct{}
+	loaded chan struct{} // closed once the first load has compiled everything
+
+	mu     sync.Mutex // serializes syncs, and guards served
+	served map[string]*program
+
+	gate     sync.RWMutex // draining and calls.Add happen under it, so Drain's Wait is never raced
+	draining bool
+	calls    sync.WaitGroup
+	inflight atomic.Int64
+}
+
+// program is a deployment as it is served.
+type program struct {
+	name     string
+	digest   string
+	manifest *manifest.Manifest
+	tools    []string // served names
+}
+
+type sessionKey struct{}
+
+// New returns a server over rt and st; call Load to serve what st holds. The
+// runtime's Options.Log should forward to the server's Log.
+func New(rt *runtime.Runtime, st *store.Store, opts *Options) *Server {
+	o := Options{}
+	if opts != nil {
+		o = *opts
+	}
+	if o.MaxConcurrent <= 0 {
+		o.MaxConcurrent = DefaultMaxConcurrent
+	}
+	if o.PollInterval <= 0 {
+		o.PollInterval = DefaultPollInterval
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.Version == "" {
+		o.Version = "devel"
+	}
+	s := &Server{
+		rt:     rt,
+		st:     st,
+		opts:   o,
+		log:    o.Logger,
+		slots:  make(chan struct{}, o.MaxConcurrent),
+		loaded: make(chan struct{}),
+		served: map[string]*program{},
+	}
+	s.mcp = mcp.NewServer(&mcp.Implementation{Name: "berm", Version: o.Version}, &mcp.ServerOptions{
+		Capabilities: &mcp.ServerCapabilities{
+			Tools:     &mcp.ToolCapabilities{ListChanged: true},
+			Resources: &mcp.ResourceCapabilities{ListChanged: true},
+			Logging:   &mcp.LoggingCapabilities{},
+		},
+	})
+	// The instructions name the programs deployed when a client connects,
+	// which the SDK's fixed ServerOptions.Instructions cannot.
+	s.mcp.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
+		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			res, err := next(ctx, method, req)
+			if ir, ok := res.(*mcp.InitializeResult); ok && err == nil {
+				ir.Instructions = s.instructions()
+			}
+			return res, err
+		}
+	})
+	s.mcp.AddResourceTemplate(&mcp.ResourceTemplate{
+		Name:        "usage",
+		Title:       "Program usage",
+		Description: "What a deployed program is for and when to reach for it, in its own words.",
+		URITemplate: "berm://{program}/usage",
+		MIMEType:    "text/markdown",
+	}, s.readUsage)
+	return s
+}
+
+// MCP is the underlying MCP server, for transports.
+func (s *Server) MCP() *mcp.Server { return s.mcp }
+
+// Load serves what the store holds. The tools are listed at once, from the
+// manifests; the programs compile (from the cache, normally) in the
+// background, and calls wait for that.
+func (s *Server) Load(ctx context.Context) error {
+	pending, err := s.sync(ctx, false)
+	if err != nil {
+		return err
+	}
+	go func() {
+		defer close(s.loaded)
+		for _, p := range pending {
+			if err := s.deploy(ctx, p.name, p.digest); err != nil {
+				s.log.Error("compile", "program", p.name, "digest", p.digest, "error", err)
+			}
+		}
+	}()
+	return nil
+}
+
+// Watch brings the served tools in line with the store every PollInterval,
+// so that deployments from other processes are served, replaced or dropped
+// within a second, until ctx is done.
+func (s *Server) Watch(ctx context.Context) {
+	t := time.NewTicker(s.opts.PollInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			if _, err := s.Sync(ctx); err != nil {
+				s.log.Error("sync", "error", err)
+			}
+		}
+	}
+}
+
+// Sync brings the served tools in line with the store now, and reports
+// whether anything changed.
+func (s *Server) Sync(ctx context.Context) (bool, error) {
+	changed, err := s.sync(ctx, true)
+	return len(changed) > 0, err
+}
+
+// sync compares the store with what is served and applies the difference.
+// With compile false it only reads manifests, returning the programs whose
+// compile is left to the caller.
+func (s *Server) sync(ctx context.Context, compile bool) ([]*program, error) {
+	deployments, err := s.st.Deployments()
+	if err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var changed []*program
+	seen := map[string]bool{}
+	for _, d := range deployments {
+		seen[d.Name] = true
+		if old := s.served[d.Name]; old != nil && old.digest == d.Digest {
+			continue
+		}
+		p, err := s.prepare(ctx, d, compile)
+		if err != nil {
+			// The old version, if any, stays served: a bad deployment can
+			// never take the server down.
+			s.log.Error("load", "program", d.Name, "digest", d.Digest, "error", err)
+			continue
+		}
+		s.serve(p)
+		changed = append(changed, p)
+		s.log.Info("serve", "program", p.name, "digest", p.digest, "tools", strings.Join(p.tools, ","))
+	}
+	for name, p := range s.served {
+		if !seen[name] {
+			s.unserve(p)
+			s.rt.Remove(name)
+			changed = append(changed, p)
+			s.log.Info("unserve", "program", name)
+		}
+	}
+	return changed, nil
+}
+
+// prepare reads a deployment's image and manifest and, with compile, deploys
+// it into the runtime, so that a listed tool is always callable.
+func (s *Server) prepare(ctx context.Context, d store.Deployment, compile bool) (*program, error) {
+	image, err := s.st.Image(d.Digest)
+	if err != nil {
+		return nil, err
+	}
+	m, err := manifest.Read(image)
+	if err != nil {
+		return nil, err
+	}
+	if err := Check(d.Name, m, s.opts.Naming); err != nil {
+		return nil, err
+	}
+	if compile {
+		if _, err := s.rt.Deploy(ctx, d.Name, image); err != nil {
+			return nil, err
+		}
+	}
+	return &program{name: d.Name, digest: d.Digest, manifest: m}, nil
+}
+
+func (s *Server) deploy(ctx context.Context, name, digest string) error {
+	image, err := s.st.Image(digest)
+	if err != nil {
+		return err
+	}
+	_, err = s.rt.Deploy(ctx, name, image)
+	return err
+}
+
+// serve registers a program's tools and usage, replacing what it had.
+func (s *Server) serve(p *program) {
+	old := s.served[p.name]
+	keep := map[string]bool{}
+	for _, t := range p.manifest.Tools {
+		served := s.opts.Naming.Name(p.name, t.Name)
+		tool := mcpTool(served, p.manifest, t)
+		if err := addTool(s.mcp, tool, s.handler(p.name, t.Name)); err != nil {
+			s.log.Error("serve", "program", p.name, "tool", served, "error", err)
+			continue
+		}
+		keep[served] = true
+		p.tools = append(p.tools, served)
+	}
+	if old != nil {
+		var gone []string
+		for _, t := range old.tools {
+			if !keep[t] {
+				gone = append(gone, t)
+			}
+		}
+		s.mcp.RemoveTools(gone...)
+	}
+	s.mcp.AddResource(&mcp.Resource{
+		URI:         usageURI(p.name),
+		Name:        p.name + " usage",
+		Description: "When to reach for the tools of " + p.name,
+		MIMEType:    "text/markdown",
+	}, s.readUsage)
+	s.served[p.name] = p
+}
+
+func (s *Server) unserve(p *program) {
+	s.mcp.RemoveTools(p.tools...)
+	s.mcp.RemoveResources(usageURI(p.name))
+	delete(s.served, p.name)
+}
+
+// Programs lists the served programs and their served tool names.
+func (s *Server) Programs() map[string][]string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := map[string][]string{}
+	for name, p := range s.served {
+		out[name] = append([]string(nil), p.tools...)
+	}
+	return out
+}
+
+func usageURI(program string) string { return "berm://" + program + "/usage" }
+
+// mcpTool is how a manifest's tool is served: its description, followed by
+// the first paragraph of the program's usage so that a model choosing among
+// many tools knows what program each belongs to.
+func mcpTool(served string, m *manifest.Manifest, t *manifest.Tool) *mcp.Tool {
+	desc := t.Description
+	if u := firstParagraph(m.Usage, 300); u != "" {
+		if desc != "" {
+			desc += "\n\n"
+		}
+		desc += u
+	}
+	return &mcp.Tool{Name: served, Description: desc, InputSchema: json.RawMessage(t.Parameters)}
+}
+
+func firstParagraph(s string, max int) string {
+	s = strings.TrimSpace(s)
+	if i := strings.Index(s, "\n\n"); i >= 0 {
+		s = s[:i]
+	}
+	if len(s) > max {
+		cut := max
+		for cut > 0 && !utf8.RuneStart(s[cut]) {
+			cut--
+		}
+		s = s[:cut] + "…"
+	}
+	return s
+}
+
+// instructions is what the server tells a connecting client: how tools are
+// named and, within Claude Code's 2 KB, what each program is for.
+func (s *Server) instructions() string {
+	s.mu.Lock()
+	names := make([]string, 0, len(s.served))
+	for name := range s.served {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	usage := map[string]string{}
+	for _, name := range names {
+		usage[name] = firstParagraph(s.served[name].manifest.Usage, 200)
+	}
+	s.mu.Unlock()
+	const budget = 2000
+	var b strings.Builder
+	sep := "_"
+	if s.opts.Naming == Dotted {
+		sep = "."
+	}
+	fmt.Fprintf(&b, "berm serves the tools of the WebAssembly programs deployed on this host. "+
+		"Each tool is named {program}%s{tool}; the resource berm://{program}/usage says what a program is for.", sep)
+	if len(names) > 0 {
+		b.WriteString("\n\nPrograms:")
+	}
+	for i, name := range names {
+		line := "\n- " + name
+		if usage[name] != "" {
+			line += ": " + strings.ReplaceAll(usage[name], "\n", " ")
+		}
+		if b.Len()+len(line) > budget {
+			fmt.Fprintf(&b, "\n- and %d more: see resources/list", len(names)-i)
+			break
+		}
+		b.WriteString(line)
+	}
+	return b.String()
+}
+
+func (s *Server) readUsage(_ context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+	uri := req.Params.URI
+	name, ok := strings.CutPrefix(uri, "berm://")
+	if ok {
+		name, ok = strings.CutSuffix(name, "/usage")
+	}
+	s.mu.Lock()
+	p := s.served[name]
+	s.mu.Unlock()
+	if !ok || p == nil {
+		return nil, mcp.ResourceNotFoundError(uri)
+	}
+	return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{
+		URI: uri, MIMEType: "text/markdown", Text: p.manifest.Usage,
+	}}}, nil
+}
+
+// handler runs one tool through the runtime and turns its outcome into MCP.
+func (s *Server) handler(program, tool string) mcp.ToolHandler {
+	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		if !s.enter() {
+			return nil, &jsonrpc.Error{Code: CodeBusy, Message: "berm is shutting down: call refused"}
+		}
+		defer s.calls.Done()
+		s.inflight.Add(1)
+		defer s.inflight.Add(-1)
+		select {
+		case s.slots <- struct{}{}:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+		defer func() { <-s.slots }()
+		select {
+		case <-s.loaded:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+		args := []byte(req.Params.Arguments)
+		if len(args) == 0 || string(args) == "null" {
+			args = []byte("{}")
+		}
+		if req.Session != nil {
+			ctx = context.WithValue(ctx, sessionKey{}, req.Session)
+		}
+		start := time.Now()
+		out, err := s.rt.Call(ctx, program, tool, args)
+		s.logCall(program, tool, time.Since(start), out, err)
+		return toolResult(program, tool, out, err)
+	}
+}
+
+func (s *Server) logCall(program, tool string, d time.Duration, out runtime.Outcome, err error) {
+	attrs := []any{"program", program, "tool", tool, "duration", d}
+	if p := s.rt.Program(program); p != nil {
+		attrs = append(attrs, "digest", p.Digest)
+	}
+	switch {
+	case err != nil:
+		s.log.Warn("call", append(attrs, "outcome", "error", "error", err.Error())...)
+	case out.Failed:
+		s.log.Info("call", append(attrs, "outcome", "failure", "failure", string(out.Failure))...)
+	default:
+		s.log.Info("call", append(attrs, "outcome", "result", "bytes", len(out.Result))...)
+	}
+}
+
+// toolResult maps a call's two-level outcome onto MCP: the program's result
+// and failure, and the host's refusal of the arguments, are tool results (the
+// model sees them); every other host error is a JSON-RPC error.
+func toolResult(program, tool string, out runtime.Outcome, err error) (*mcp.CallToolResult, error) {
+	switch {
+	case errors.Is(err, runtime.ErrArguments):
+		return errorResult(err.Error()), nil
+	case errors.Is(err, runtime.ErrNoProgram), errors.Is(err, runtime.ErrNoTool):
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: err.Error()}
+	case errors.Is(err, runtime.ErrTrap):
+		return nil, &jsonrpc.Error{Code: CodeTrap, Message: err.Error()}
+	case errors.Is(err, runtime.ErrDeadline):
+		return nil, &jsonrpc.Error{Code: CodeDeadline, Message: err.Error()}
+	case errors.Is(err, runtime.ErrLimit):
+		return nil, &jsonrpc.Error{Code: CodeLimit, Message: err.Error()}
+	case err != nil:
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: err.Error()}
+	case out.Failed:
+		return errorResult(strings.ToValidUTF8(string(out.Failure), "\uFFFD")), nil
+	}
+	return resultContent(program, tool, out.Result), nil
+}
+
+func errorResult(msg string) *mcp.CallToolResult {
+	return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: msg}}}
+}
+
+// resultContent is a result as MCP content: UTF-8 text, also given as
+// structured content when it is a JSON object; bytes that are not UTF-8
+// travel as an embedded binary resource, base64 on the wire, so that nothing
+// is lost.
+func resultContent(program, tool string, result []byte) *mcp.CallToolResult {
+	if !utf8.Valid(result) {
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.EmbeddedResource{Resource: &mcp.ResourceContents{
+			URI:      "berm://" + program + "/" + tool + "/result",
+			MIMEType: "application/octet-stream",
+			Blob:     result,
+		}}}}
+	}
+	res := &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: string(result)}}}
+	if trimmed := strings.TrimSpace(string(result)); strings.HasPrefix(trimmed, "{") && json.Valid(result) {
+		res.StructuredContent = json.RawMessage(result)
+	}
+	return res
+}
+
+// Log forwards a berm.log line to the structured log and, as an MCP log
+// message, to the client whose call made it (if it asked for logs).
+func (s *Server) Log(ctx context.Context, program, tool string, line []byte) {
+	s.log.Info("log", "program", program, "tool", tool, "line", string(line))
+	if ss, ok := ctx.Value(sessionKey{}).(*mcp.ServerSession); ok {
+		// The SDK drops it unless the client set a level.
+		_ = ss.Log(ctx, &mcp.LoggingMessageParams{
+			Level:  "info",
+			Logger: program,
+			Data:   strings.ToValidUTF8(string(line), "\uFFFD"),
+		})
+	}
+}
+
+// InFlight is the number of calls the server has taken and not yet answered.
+func (s *Server) InFlight() int { return int(s.inflight.Load()) }
+
+// enter counts a call in, unless the server is draining.
+func (s *Server) enter() bool {
+	s.gate.RLock()
+	defer s.gate.RUnlock()
+	if s.draining {
+		return false
+	}
+	s.calls.Add(1)
+	return true
+}
+
+// Drain stops taking calls and waits, until ctx is done, for those in flight.
+func (s *Server) Drain(ctx context.Context) error {
+	s.gate.Lock()
+	s.draining = true
+	s.gate.Unlock()
+	done := make(chan struct{})
+	go func() { s.calls.Wait(); close(done) }()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
