@@ -108,6 +108,28 @@ func (k ExternKind) MarshalText() ([]byte, error) { return []byte(k.String()), n
 // MarshalText names the type in JSON output.
 func (t ValueType) MarshalText() ([]byte, error) { return []byte(t.String()), nil }
 
+// UnmarshalText reads a type as MarshalText names it.
+func (t *ValueType) UnmarshalText(b []byte) error {
+	for _, v := range []ValueType{I32, I64, F32, F64, V128, FuncRef, ExternRef} {
+		if v.String() == string(b) {
+			*t = v
+			return nil
+		}
+	}
+	return fmt.Errorf("unknown value type %q", b)
+}
+
+// UnmarshalText reads a kind as MarshalText names it.
+func (k *ExternKind) UnmarshalText(b []byte) error {
+	for v := KindFunc; v <= KindTag; v++ {
+		if v.String() == string(b) {
+			*k = v
+			return nil
+		}
+	}
+	return fmt.Errorf("unknown kind %q", b)
+}
+
 // Import is one import of the module. Type is set for functions only.
 type Import struct {
 	Module string     `json:"module"`

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/url"
@@ -83,6 +84,7 @@ func (s *Server) RunHTTP(ctx context.Context, cfg HTTPConfig, drain time.Duratio
 	srv := &http.Server{
 		Handler:           s.Handler(cfg),
 		ReadHeaderTimeout: 10 * time.Second,
+		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
 		BaseContext:       func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
 	}
 	scheme := "http"
@@ -106,13 +108,10 @@ func (s *Server) RunHTTP(ctx context.Context, cfg HTTPConfig, drain time.Duratio
 		return err
 	case <-ctx.Done():
 	}
-	dctx, cancel := context.WithTimeout(context.Background(), drain)
-	defer cancel()
-	if err := s.Drain(dctx); err != nil {
-		s.log.Warn("drain", "error", err)
+	s.shutdown(drain)
+	for ss := range s.mcp.Sessions() {
+		ss.Close()
 	}
-	// Streams that stay open (the SSE stream of a session) would hold
-	// Shutdown forever: the calls are done, so close.
 	return srv.Close()
 }
 
@@ -124,16 +123,12 @@ func (s *Server) RunStdio(ctx context.Context, r io.Reader, w io.Writer, drain t
 	go func() {
 		select {
 		case <-ctx.Done():
-			dctx, cancel := context.WithTimeout(context.Background(), drain)
-			defer cancel()
-			if err := s.Drain(dctx); err != nil {
-				s.log.Warn("drain", "error", err)
-			}
+			s.shutdown(drain)
 			stop()
 		case <-runCtx.Done():
 		}
 	}()
-	err := s.mcp.Run(runCtx, &mcp.IOTransport{Reader: io.NopCloser(r), Writer: nopCloser{w}})
+	err := s.mcp.Run(runCtx, owingTransport{&mcp.IOTransport{Reader: io.NopCloser(r), Writer: nopCloser{w}}, s})
 	if runCtx.Err() != nil {
 		return nil
 	}
@@ -161,7 +156,7 @@ func (s *Server) Handler(cfg HTTPConfig) http.Handler {
 		writeJSON(w, http.StatusOK, map[string]any{"status": "ok", "programs": len(s.Programs()), "calls": s.InFlight()})
 	})
 	guard := func(h http.Handler) http.Handler { return s.guard(cfg.Token, h) }
-	mux.Handle("/mcp", guard(mcpHandler))
+	mux.Handle("/mcp", guard(s.owing(mcpHandler)))
 	mux.Handle("GET /v1/programs", guard(http.HandlerFunc(s.listPrograms)))
 	mux.Handle("GET /v1/programs/{name}", guard(http.HandlerFunc(s.getProgram)))
 	mux.Handle("DELETE /v1/programs/{name}", guard(http.HandlerFunc(s.deleteProgram)))

@@ -88,6 +88,7 @@ type Server struct {
 	draining bool
 	calls    sync.WaitGroup
 	inflight atomic.Int64
+	owed     atomic.Int64 // requests read whose response is not yet written
 }
 
 // program is a deployment as it is served.

@@ -36,6 +36,7 @@
   ;; A frame of one field whose u32 length (100) runs past the 2 bytes that
   ;; follow it: 6 bytes in all.
   (data (i32.const 0x210) "\64\00\00\00ab")
+  (data (i32.const 0x230) "busy")
   ;; Four bytes that are not UTF-8.
   (data (i32.const 0x220) "\ff\fe\00\01")
 
@@ -208,10 +209,11 @@
   (func (export "berm_tool_binary")
     (call $result (i32.const 0x220) (i32.const 4)))
 
-  ;; busy: counts to 5 million, long enough (about 100 ms) to be in
-  ;; flight while something else happens, then returns "ok".
+  ;; busy: logs "busy", so that a test knows it is in flight, then counts to
+  ;; 5 million (about 100 ms) and returns "ok".
   (func (export "berm_tool_busy")
     (local $i i32)
+    (call $log (i32.const 0x230) (i32.const 4))
     (loop $count
       (local.set $i (i32.add (local.get $i) (i32.const 1)))
       (br_if $count (i32.lt_u (local.get $i) (i32.const 5000000))))
