@@ -4,75 +4,93 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
 	"path/filepath"
 
 	"github.com/urfave/cli/v3"
 
 	"github.com/berm-dev/berm/manifest"
 	"github.com/berm-dev/berm/mcpserve"
+	"github.com/berm-dev/berm/registry"
 	"github.com/berm-dev/berm/runtime"
 	"github.com/berm-dev/berm/runtime/store"
 )
 
 type deployOptions struct {
-	root    string
-	example string
-	json    bool
+	root      string
+	example   string
+	json      bool
+	plainHTTP bool
 	remote
 }
 
 func newDeployCommand(e *env) *cli.Command {
 	return &cli.Command{
 		Name:      "deploy",
-		Usage:     "deploy a program under a name",
-		ArgsUsage: "NAME FILE",
+		Usage:     "deploy a program under a name, from a file or a registry",
+		ArgsUsage: "[NAME FILE|REF]",
 		Description: `Checks the image against ABI.md, this host and MCP, compiles it (so the first
-call is fast), stores it by digest and records NAME -> digest. Prints the
-digest. Deploying a name again replaces it; an invalid image or name changes
-nothing. A running berm serve picks the change up within a second.
+call is fast), stores it by digest and records NAME -> digest and where it came
+from. Prints the digest. Deploying a name again replaces it; an invalid image or
+name changes nothing. A running berm serve picks the change up within a second.
 
    berm deploy echo ./echo.wasm
+   berm deploy example ghcr.io/org/example:v1      # pulled, pinned by digest
    berm deploy --example hello                     # the example this binary carries
-   berm deploy --server http://ci:7777 echo ./echo.wasm   # through a server's control API`,
-		Flags: append([]cli.Flag{
+   berm deploy                                     # berm.toml: wasm under name
+   berm deploy --server http://ci:7777 echo ./echo.wasm
+
+A REF (an argument with '/' that is no file) is pulled through the store: a
+digest already held is not fetched again. With --server, a FILE is uploaded and
+a REF is pulled by the server with its own credentials; without arguments,
+berm.toml's wasm is pushed to its image and the server deploys that.
+
+berm.toml, in the current directory:
+
+   name  = "example"               # the name it deploys under
+   image = "ghcr.io/org/example"   # where berm push puts it (tag latest)
+   wasm  = "example.wasm"          # the built module (default NAME.wasm)`,
+		Flags: append(append([]cli.Flag{
 			&cli.StringFlag{Name: "example", Usage: "deploy the embedded example `NAME` (under that name unless NAME is given)"},
 			&cli.BoolFlag{Name: "json", Usage: `print {"name", "digest", "tools", "source"}`},
-		}, serverFlags()...),
+		}, registryFlags()...), serverFlags()...),
 		Action: func(ctx context.Context, cmd *cli.Command) error {
-			opts := deployOptions{root: cmd.String("root"), example: cmd.String("example"), json: cmd.Bool("json"), remote: readServerFlags(cmd)}
+			opts := deployOptions{
+				root:      cmd.String("root"),
+				example:   cmd.String("example"),
+				json:      cmd.Bool("json"),
+				plainHTTP: cmd.Bool("plain-http"),
+				remote:    readServerFlags(cmd),
+			}
 			return runDeploy(ctx, e, opts, cmd.Args().Slice())
 		},
 	}
 }
 
 func runDeploy(ctx context.Context, e *env, opts deployOptions, args []string) error {
-	var name, source string
-	var image []byte
+	var info mcpserve.ProgramInfo
 	var err error
 	switch {
 	case opts.example != "" && len(args) <= 1:
-		if image, err = exampleImage(opts.example); err != nil {
-			return err
-		}
-		name, source = opts.example, "example:"+opts.example
+		name := opts.example
 		if len(args) == 1 {
 			name = args[0]
 		}
+		image, err := exampleImage(opts.example)
+		if err != nil {
+			return err
+		}
+		info, err = deployImage(ctx, opts, name, image, "example:"+opts.example)
+		if err != nil {
+			return err
+		}
 	case opts.example == "" && len(args) == 2:
-		name = args[0]
-		if image, err = readImageFile(args[1]); err != nil {
-			return err
-		}
-		if source, err = filepath.Abs(args[1]); err != nil {
-			return err
-		}
+		info, err = deployArg(ctx, e, opts, args[0], args[1])
+	case opts.example == "" && len(args) == 0:
+		info, err = deployProject(ctx, e, opts)
 	default:
-		return usagef("deploy takes NAME FILE, or --example NAME [NAME]")
+		return usagef("deploy takes NAME FILE|REF, --example NAME [NAME], or nothing (berm.toml)")
 	}
-	if err := manifest.CheckProgramName(name); err != nil {
-		return err
-	}
-	info, err := deploy(ctx, opts, name, image, source)
 	if err != nil {
 		return err
 	}
@@ -86,7 +104,86 @@ func runDeploy(ctx context.Context, e *env, opts deployOptions, args []string) e
 	return nil
 }
 
-func deploy(ctx context.Context, opts deployOptions, name string, image []byte, source string) (mcpserve.ProgramInfo, error) {
+// deployArg deploys NAME FILE|REF.
+func deployArg(ctx context.Context, e *env, opts deployOptions, name, arg string) (mcpserve.ProgramInfo, error) {
+	if err := manifest.CheckProgramName(name); err != nil {
+		return mcpserve.ProgramInfo{}, err
+	}
+	if !isReference(arg) {
+		image, err := readImageFile(arg)
+		if err != nil {
+			return mcpserve.ProgramInfo{}, err
+		}
+		source, err := filepath.Abs(arg)
+		if err != nil {
+			return mcpserve.ProgramInfo{}, err
+		}
+		return deployImage(ctx, opts, name, image, source)
+	}
+	client, err := opts.client()
+	if err != nil {
+		return mcpserve.ProgramInfo{}, err
+	}
+	if client != nil {
+		return client.DeployRef(ctx, name, arg)
+	}
+	st, err := store.Open(opts.root)
+	if err != nil {
+		return mcpserve.ProgramInfo{}, err
+	}
+	rc, err := newRegistryClient(e, opts.plainHTTP)
+	if err != nil {
+		return mcpserve.ProgramInfo{}, err
+	}
+	image, source, err := pullThroughStore(ctx, rc, st, arg)
+	if err != nil {
+		return mcpserve.ProgramInfo{}, err
+	}
+	return deployLocal(ctx, st, name, image, source)
+}
+
+// deployProject deploys what berm.toml describes: its wasm under its name,
+// or, with --server, pushed to its image and deployed by the server from there.
+func deployProject(ctx context.Context, e *env, opts deployOptions) (mcpserve.ProgramInfo, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return mcpserve.ProgramInfo{}, err
+	}
+	p, err := readProject(dir)
+	if err != nil {
+		return mcpserve.ProgramInfo{}, err
+	}
+	image, err := readImageFile(p.Wasm)
+	if err != nil {
+		return mcpserve.ProgramInfo{}, err
+	}
+	if opts.server == "" {
+		return deployImage(ctx, opts, p.Name, image, p.Wasm)
+	}
+	if p.Image == "" {
+		return mcpserve.ProgramInfo{}, withHint(fmt.Errorf("%s: image is missing", projectFile),
+			"deploying through a server pushes to berm.toml's image first: set image = \"host/repo\"")
+	}
+	rc, err := newRegistryClient(e, opts.plainHTTP)
+	if err != nil {
+		return mcpserve.ProgramInfo{}, err
+	}
+	pushed, err := rc.Push(ctx, p.Image, image, &registry.PushOptions{Title: filepath.Base(p.Wasm)})
+	if err != nil {
+		return mcpserve.ProgramInfo{}, err
+	}
+	client, err := opts.client()
+	if err != nil {
+		return mcpserve.ProgramInfo{}, err
+	}
+	return client.DeployRef(ctx, p.Name, pinned(pushed))
+}
+
+// deployImage deploys image bytes here, or uploads them to --server.
+func deployImage(ctx context.Context, opts deployOptions, name string, image []byte, source string) (mcpserve.ProgramInfo, error) {
+	if err := manifest.CheckProgramName(name); err != nil {
+		return mcpserve.ProgramInfo{}, err
+	}
 	client, err := opts.client()
 	if err != nil {
 		return mcpserve.ProgramInfo{}, err
@@ -98,6 +195,10 @@ func deploy(ctx context.Context, opts deployOptions, name string, image []byte, 
 	if err != nil {
 		return mcpserve.ProgramInfo{}, err
 	}
+	return deployLocal(ctx, st, name, image, source)
+}
+
+func deployLocal(ctx context.Context, st *store.Store, name string, image []byte, source string) (mcpserve.ProgramInfo, error) {
 	rt, err := newRuntime(ctx, st, runtimeConfig{depth: runtime.DefaultCallDepth})
 	if err != nil {
 		return mcpserve.ProgramInfo{}, err

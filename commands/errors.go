@@ -6,6 +6,8 @@ import (
 	"io"
 
 	"github.com/berm-dev/berm/manifest"
+	"github.com/berm-dev/berm/mcpserve"
+	"github.com/berm-dev/berm/registry"
 	"github.com/berm-dev/berm/runtime"
 	"github.com/berm-dev/berm/runtime/store"
 )
@@ -48,6 +50,9 @@ var hints = []struct {
 	{manifest.ErrProgramName, "a program name is 1 to 63 characters of a-z, 0-9 and '-', starting with a letter or digit"},
 	{manifest.ErrNoManifest, "a berm program carries its manifest in a .berm.abi custom section (see ABI.md)"},
 	{store.ErrDamaged, "deploy the program again to replace the damaged file"},
+	{registry.ErrUnauthorized, "log in first: echo \"$TOKEN\" | berm login --username NAME REGISTRY"},
+	{registry.ErrNotFound, "check the reference (host/repo:tag); berm push REF FILE publishes one"},
+	{mcpserve.ErrUnauthorized, "give the server's token with --token or BERM_TOKEN"},
 }
 
 func printError(w io.Writer, err error) {

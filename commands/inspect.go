@@ -7,13 +7,15 @@ import (
 
 	"github.com/urfave/cli/v3"
 
+	"github.com/berm-dev/berm/manifest"
 	"github.com/berm-dev/berm/mcpserve"
 	"github.com/berm-dev/berm/runtime/store"
 )
 
 type inspectOptions struct {
-	root string
-	json bool
+	root      string
+	json      bool
+	plainHTTP bool
 	remote
 }
 
@@ -21,29 +23,32 @@ func newInspectCommand(e *env) *cli.Command {
 	return &cli.Command{
 		Name:      "inspect",
 		Usage:     "show what a program says of itself, without compiling or running it",
-		ArgsUsage: "FILE|NAME",
+		ArgsUsage: "FILE|NAME|REF",
 		Description: `Prints the program's usage, its tools with their parameter schemas, the syscalls
 and calls it declares, what the module imports, its size and digest. An argument
-naming an existing file is read from that file, anything else is a deployed name.
+naming an existing file is read from that file, one with '/' is an OCI
+reference (read from the registry's manifest, without pulling the program when
+it carries berm's annotation), anything else is a deployed name.
 
    berm inspect ./echo.wasm
+   berm inspect ghcr.io/org/example:v1
    berm inspect --json hello | jq '.tools[].name'
    berm inspect --server http://ci:7777 hello`,
-		Flags: append([]cli.Flag{
+		Flags: append(append([]cli.Flag{
 			&cli.BoolFlag{Name: "json", Usage: "print the manifest and module facts as JSON"},
-		}, serverFlags()...),
+		}, registryFlags()...), serverFlags()...),
 		Action: func(ctx context.Context, cmd *cli.Command) error {
 			if cmd.Args().Len() != 1 {
 				return usagef("inspect takes one FILE|NAME")
 			}
-			opts := inspectOptions{root: cmd.String("root"), json: cmd.Bool("json"), remote: readServerFlags(cmd)}
+			opts := inspectOptions{root: cmd.String("root"), json: cmd.Bool("json"), plainHTTP: cmd.Bool("plain-http"), remote: readServerFlags(cmd)}
 			return runInspect(ctx, e, opts, cmd.Args().First())
 		},
 	}
 }
 
 func runInspect(ctx context.Context, e *env, opts inspectOptions, arg string) error {
-	d, err := inspect(ctx, opts, arg)
+	d, err := inspect(ctx, e, opts, arg)
 	if err != nil {
 		return err
 	}
@@ -53,7 +58,10 @@ func runInspect(ctx context.Context, e *env, opts inspectOptions, arg string) er
 	return printInspect(e, d)
 }
 
-func inspect(ctx context.Context, opts inspectOptions, arg string) (mcpserve.Details, error) {
+func inspect(ctx context.Context, e *env, opts inspectOptions, arg string) (mcpserve.Details, error) {
+	if isReference(arg) {
+		return inspectReference(ctx, e, opts, arg)
+	}
 	client, err := opts.client()
 	if err != nil {
 		return mcpserve.Details{}, err
@@ -65,7 +73,7 @@ func inspect(ctx context.Context, opts inspectOptions, arg string) (mcpserve.Det
 	if err != nil {
 		return mcpserve.Details{}, err
 	}
-	t, err := loadTarget(st, arg)
+	t, err := loadTarget(ctx, e, st, arg, opts.plainHTTP)
 	if err != nil {
 		return mcpserve.Details{}, err
 	}
@@ -80,6 +88,24 @@ func inspect(ctx context.Context, opts inspectOptions, arg string) (mcpserve.Det
 	return d, nil
 }
 
+// inspectReference reads a registry image's manifest: from berm's
+// annotation without pulling the layer, or from the layer when there is none.
+func inspectReference(ctx context.Context, e *env, opts inspectOptions, ref string) (mcpserve.Details, error) {
+	c, err := newRegistryClient(e, opts.plainHTTP)
+	if err != nil {
+		return mcpserve.Details{}, err
+	}
+	img, err := c.Inspect(ctx, ref)
+	if err != nil {
+		return mcpserve.Details{}, err
+	}
+	m, err := manifest.Decode(img.ABI)
+	if err != nil {
+		return mcpserve.Details{}, fmt.Errorf("%s: %w", ref, err)
+	}
+	return mcpserve.Details{Digest: img.Digest, Size: int(img.Size), Source: pinned(img), Manifest: m}, nil
+}
+
 func printInspect(e *env, out mcpserve.Details) error {
 	w := e.stdout
 	if out.Name != "" {
@@ -92,7 +118,9 @@ func printInspect(e *env, out mcpserve.Details) error {
 	}
 	fmt.Fprintf(w, "syscalls:  %s\n", listOrNone(out.Syscalls))
 	fmt.Fprintf(w, "calls:     %s\n", listOrNone(out.Calls))
-	fmt.Fprintf(w, "memory:    at least %d pages of 64 KiB\n", out.MemoryPages)
+	if out.Imports != nil {
+		fmt.Fprintf(w, "memory:    at least %d pages of 64 KiB\n", out.MemoryPages)
+	}
 	if out.Usage != "" {
 		fmt.Fprintf(w, "\nusage:\n%s\n", indent(out.Usage, "  "))
 	}
@@ -105,7 +133,10 @@ func printInspect(e *env, out mcpserve.Details) error {
 		fmt.Fprintf(w, "    parameters: %s\n", t.Parameters)
 	}
 	fmt.Fprintf(w, "\nimports:\n")
-	if len(out.Imports) == 0 {
+	switch {
+	case out.Imports == nil:
+		fmt.Fprintf(w, "  (not read: the registry's manifest says what the program declares, not what its module imports)\n")
+	case len(out.Imports) == 0:
 		fmt.Fprintf(w, "  (none)\n")
 	}
 	for _, imp := range out.Imports {

@@ -22,7 +22,8 @@ func newLsCommand(e *env) *cli.Command {
 	return &cli.Command{
 		Name:  "ls",
 		Usage: "list deployed programs",
-		Description: `Prints NAME, DIGEST (the first 12 hex digits of the image's sha256) and TOOLS.
+		Description: `Prints NAME, DIGEST (the first 12 hex digits of the image's sha256), TOOLS
+and SOURCE (the file, reference or example it was deployed from).
 
    berm ls
    berm ls --json | jq -r '.[].name'
@@ -54,9 +55,9 @@ func runLs(ctx context.Context, e *env, opts lsOptions) error {
 		return writeJSON(e, list)
 	}
 	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "NAME\tDIGEST\tTOOLS")
+	fmt.Fprintln(tw, "NAME\tDIGEST\tTOOLS\tSOURCE")
 	for _, p := range list {
-		fmt.Fprintf(tw, "%s\t%s\t%s\n", p.Name, shortDigest(p.Digest), strings.Join(p.Tools, ","))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", p.Name, shortDigest(p.Digest), strings.Join(p.Tools, ","), p.Source)
 	}
 	return tw.Flush()
 }

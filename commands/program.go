@@ -47,32 +47,41 @@ func newRuntime(ctx context.Context, st *store.Store, cfg runtimeConfig) (*runti
 	})
 }
 
-// target is an image named on the command line by FILE|NAME.
+// target is an image named on the command line by FILE|NAME|REF.
 type target struct {
-	// name is the deployed name, or for a file one derived from its base name.
+	// name is the deployed name, or for a file or reference one derived from
+	// its base name.
 	name     string
 	image    []byte
 	source   string
 	deployed *store.Deployment
 }
 
-// loadTarget resolves FILE|NAME: an argument naming an existing file is a
-// file, one containing '/' an OCI reference, anything else a deployed name.
-func loadTarget(st *store.Store, arg string) (*target, error) {
-	if isFile(arg) {
+// loadTarget resolves FILE|NAME|REF: an argument naming an existing file is
+// a file, one containing '/' an OCI reference (pulled through the store),
+// anything else a deployed name.
+func loadTarget(ctx context.Context, e *env, st *store.Store, arg string, plainHTTP bool) (*target, error) {
+	if isFile(arg) || looksLikePath(arg) {
 		image, err := readImageFile(arg)
 		if err != nil {
 			return nil, err
 		}
 		return &target{name: nameFromFile(arg), image: image, source: arg}, nil
 	}
-	if strings.Contains(arg, "/") {
-		return nil, withHint(fmt.Errorf("%s: no such file", arg),
-			"an argument with '/' that is no file is an OCI reference, which this version of berm cannot pull yet")
+	if isReference(arg) {
+		c, err := newRegistryClient(e, plainHTTP)
+		if err != nil {
+			return nil, err
+		}
+		image, source, err := pullThroughStore(ctx, c, st, arg)
+		if err != nil {
+			return nil, err
+		}
+		return &target{name: nameFromReference(arg), image: image, source: source}, nil
 	}
 	if err := manifest.CheckProgramName(arg); err != nil {
 		return nil, withHint(fmt.Errorf("%s: no such file, and not a program name", arg),
-			"give a path to a .wasm file or the name of a deployed program (`berm ls`)")
+			"give a path to a .wasm file, an OCI reference (host/repo:tag) or the name of a deployed program (`berm ls`)")
 	}
 	d, err := st.Deployment(arg)
 	if err != nil {

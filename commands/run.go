@@ -12,7 +12,8 @@ import (
 )
 
 type runOptions struct {
-	root string
+	root      string
+	plainHTTP bool
 	limitOptions
 }
 
@@ -20,10 +21,11 @@ func newRunCommand(e *env) *cli.Command {
 	return &cli.Command{
 		Name:      "run",
 		Usage:     "call one tool of a program and print its result",
-		ArgsUsage: "NAME|FILE TOOL [ARGS]",
+		ArgsUsage: "NAME|FILE|REF TOOL [ARGS]",
 		Description: `ARGS is a JSON object (default {}; - reads it from stdin). The program is
 instantiated anew, runs the tool and is gone. A FILE runs without being
-deployed, with empty data of its own that is thrown away after the call.
+deployed, and so does a REF (pulled through the store), each with empty data of
+its own that is thrown away after the call.
 
    berm run hello greet '{"name":"berm"}'
    echo '{"message":"hi"}' | berm run ./echo.wasm echo -
@@ -34,9 +36,9 @@ a host error (no such program or tool, arguments refused, trap, deadline) to
 stderr (exit 2). berm.log lines go to stderr as they come.
 
 ` + exitCodesHelp,
-		Flags: limitFlags(),
+		Flags: append(limitFlags(), registryFlags()...),
 		Action: func(ctx context.Context, cmd *cli.Command) error {
-			opts := runOptions{root: cmd.String("root"), limitOptions: readLimitFlags(cmd)}
+			opts := runOptions{root: cmd.String("root"), plainHTTP: cmd.Bool("plain-http"), limitOptions: readLimitFlags(cmd)}
 			return runRun(ctx, e, opts, cmd.Args().Slice())
 		},
 	}
@@ -44,7 +46,7 @@ stderr (exit 2). berm.log lines go to stderr as they come.
 
 func runRun(ctx context.Context, e *env, opts runOptions, args []string) error {
 	if len(args) < 2 || len(args) > 3 {
-		return usagef("run takes NAME|FILE TOOL [ARGS]")
+		return usagef("run takes NAME|FILE|REF TOOL [ARGS]")
 	}
 	limits, err := opts.limits()
 	if err != nil {
@@ -63,7 +65,7 @@ func runRun(ctx context.Context, e *env, opts runOptions, args []string) error {
 	if err != nil {
 		return err
 	}
-	t, err := loadTarget(st, args[0])
+	t, err := loadTarget(ctx, e, st, args[0], opts.plainHTTP)
 	if err != nil {
 		return err
 	}
@@ -71,8 +73,8 @@ func runRun(ctx context.Context, e *env, opts runOptions, args []string) error {
 		fmt.Fprintf(e.stderr, "%s.%s: %s\n", program, tool, line)
 	}}
 	if t.deployed == nil {
-		// A file has no deployment, so no data of its own: give it a
-		// throwaway store.
+		// A file or reference has no deployment, so no data of its own:
+		// give it a throwaway store.
 		scratch, err := os.MkdirTemp("", "berm-run-")
 		if err != nil {
 			return err

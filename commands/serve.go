@@ -3,6 +3,7 @@ package commands
 import (
 	"context"
 	"fmt"
+	"io"
 	"log/slog"
 
 	"github.com/urfave/cli/v3"
@@ -18,6 +19,7 @@ type serveOptions struct {
 	toolNames     string
 	maxConcurrent int
 	logFormat     string
+	plainHTTP     bool
 	limitOptions
 }
 
@@ -48,7 +50,7 @@ with --stdio, stdout carries nothing but the protocol.`,
 			&cli.StringFlag{Name: "tool-names", Value: "underscore", Usage: "underscore serves {program}_{tool}; dotted serves {program}.{tool}, for clients that accept dots"},
 			&cli.IntFlag{Name: "max-concurrent", Value: mcpserve.DefaultMaxConcurrent, Usage: "calls that run at once; past it calls wait"},
 			&cli.StringFlag{Name: "log-format", Value: "text", Usage: "text or json"},
-		}, limitFlags()...),
+		}, append(limitFlags(), registryFlags()...)...),
 		Action: func(ctx context.Context, cmd *cli.Command) error {
 			if cmd.Args().Len() > 0 {
 				return usagef("serve takes no arguments")
@@ -65,6 +67,7 @@ with --stdio, stdout carries nothing but the protocol.`,
 				toolNames:     cmd.String("tool-names"),
 				maxConcurrent: int(cmd.Int("max-concurrent")),
 				logFormat:     cmd.String("log-format"),
+				plainHTTP:     cmd.Bool("plain-http"),
 				limitOptions:  readLimitFlags(cmd),
 			}
 			return runServe(ctx, e, opts)
@@ -113,7 +116,12 @@ func runServe(ctx context.Context, e *env, opts serveOptions) error {
 		return err
 	}
 	defer rt.Close(context.WithoutCancel(ctx))
+	rc, err := newRegistryClient(&env{stderr: io.Discard}, opts.plainHTTP)
+	if err != nil {
+		return err
+	}
 	srv = mcpserve.New(rt, st, &mcpserve.Options{
+		Puller:        registryPuller{client: rc, st: st},
 		Naming:        naming,
 		MaxConcurrent: opts.maxConcurrent,
 		Logger:        logger,

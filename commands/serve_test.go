@@ -212,7 +212,14 @@ var listenURL = regexp.MustCompile(`msg=listen url=(\S+)/mcp`)
 // its base URL.
 func startHTTP(t *testing.T, root string, args ...string) string {
 	t.Helper()
+	return startHTTPEnv(t, root, nil, args...)
+}
+
+// startHTTPEnv is startHTTP with more environment.
+func startHTTPEnv(t *testing.T, root string, env []string, args ...string) string {
+	t.Helper()
 	cmd := bermCmd(t, root, append([]string{"serve", "--addr", "127.0.0.1:0"}, args...)...)
+	cmd.Env = append(cmd.Env, env...)
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -246,7 +253,7 @@ func TestServeHTTPControl(t *testing.T) {
 	if !regexp.MustCompile(`^sha256:[0-9a-f]{64}\n$`).Match(out) {
 		t.Fatalf("deploy --server printed %q", out)
 	}
-	if out := berm(t, clientRoot, "ls", "--server", base, "--token", "tok"); !regexp.MustCompile(`(?m)^echo +[0-9a-f]{12} +echo$`).MatchString(out) {
+	if out := berm(t, clientRoot, "ls", "--server", base, "--token", "tok"); !regexp.MustCompile(`(?m)^echo +[0-9a-f]{12} +echo +\S+$`).MatchString(out) {
 		t.Fatalf("ls --server:\n%s", out)
 	}
 	// The client's own root is untouched; the server's holds the deployment.

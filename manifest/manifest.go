@@ -95,7 +95,7 @@ func Read(image []byte) (*Manifest, error) {
 	default:
 		return nil, fmt.Errorf("%d sections: %w", len(mod.manifests), ErrManyManifests)
 	}
-	m, err := decode(mod.manifests[0])
+	m, err := Decode(mod.manifests[0])
 	if err != nil {
 		return nil, err
 	}
@@ -121,7 +121,10 @@ type rawTool struct {
 	Parameters  json.RawMessage `json:"parameters"`
 }
 
-func decode(payload []byte) (*Manifest, error) {
+// Decode reads a manifest's JSON alone, as an OCI annotation carries it,
+// checking what the JSON can show; the module's facts (imports, exports,
+// memory) stay empty, and nothing checks the tools against exports.
+func Decode(payload []byte) (*Manifest, error) {
 	if !utf8.Valid(payload) {
 		return nil, fmt.Errorf("payload is not UTF-8: %w", ErrJSON)
 	}

@@ -44,21 +44,33 @@ func (c *Client) Deploy(ctx context.Context, name string, image []byte, source s
 	if source != "" {
 		q.Set("source", source)
 	}
-	err := c.do(ctx, http.MethodPut, "/v1/programs/"+url.PathEscape(name), q, image, &info)
+	err := c.do(ctx, http.MethodPut, "/v1/programs/"+url.PathEscape(name), q, image, "application/wasm", &info)
+	return info, err
+}
+
+// DeployRef asks the server to pull ref, with its own credentials, and
+// deploy it under name.
+func (c *Client) DeployRef(ctx context.Context, name, ref string) (ProgramInfo, error) {
+	var info ProgramInfo
+	body, err := json.Marshal(deployRequest{Ref: ref})
+	if err != nil {
+		return info, err
+	}
+	err = c.do(ctx, http.MethodPut, "/v1/programs/"+url.PathEscape(name), nil, body, "application/json", &info)
 	return info, err
 }
 
 // List lists the server's deployments.
 func (c *Client) List(ctx context.Context) ([]ProgramInfo, error) {
 	var list []ProgramInfo
-	err := c.do(ctx, http.MethodGet, "/v1/programs", nil, nil, &list)
+	err := c.do(ctx, http.MethodGet, "/v1/programs", nil, nil, "", &list)
 	return list, err
 }
 
 // Inspect returns the details of the program deployed under name.
 func (c *Client) Inspect(ctx context.Context, name string) (Details, error) {
 	var d Details
-	err := c.do(ctx, http.MethodGet, "/v1/programs/"+url.PathEscape(name), nil, nil, &d)
+	err := c.do(ctx, http.MethodGet, "/v1/programs/"+url.PathEscape(name), nil, nil, "", &d)
 	return d, err
 }
 
@@ -68,10 +80,10 @@ func (c *Client) Remove(ctx context.Context, name string, keepData bool) error {
 	if keepData {
 		q.Set("keep_data", "true")
 	}
-	return c.do(ctx, http.MethodDelete, "/v1/programs/"+url.PathEscape(name), q, nil, nil)
+	return c.do(ctx, http.MethodDelete, "/v1/programs/"+url.PathEscape(name), q, nil, "", nil)
 }
 
-func (c *Client) do(ctx context.Context, method, path string, query url.Values, body []byte, out any) error {
+func (c *Client) do(ctx context.Context, method, path string, query url.Values, body []byte, contentType string, out any) error {
 	u := *c.base
 	u.Path += path
 	u.RawQuery = query.Encode()
@@ -83,8 +95,8 @@ func (c *Client) do(ctx context.Context, method, path string, query url.Values, 
 	if err != nil {
 		return err
 	}
-	if body != nil {
-		req.Header.Set("Content-Type", "application/wasm")
+	if contentType != "" {
+		req.Header.Set("Content-Type", contentType)
 	}
 	if c.token != "" {
 		req.Header.Set("Authorization", "Bearer "+c.token)
@@ -126,6 +138,7 @@ var kinds = map[string]error{
 	"name":         manifest.ErrProgramName,
 	"invalid":      manifest.ErrInvalid,
 	"refused":      runtime.ErrRefused,
+	"pull":         ErrPull,
 	"too_large":    runtime.ErrRefused,
 	"unauthorized": ErrUnauthorized,
 }

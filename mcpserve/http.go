@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"mime"
 	"net"
 	"net/http"
 	"net/url"
@@ -20,6 +21,9 @@ import (
 	"github.com/berm-dev/berm/runtime"
 	"github.com/berm-dev/berm/runtime/store"
 )
+
+// ErrPull: the server could not pull the reference it was asked to deploy.
+var ErrPull = errors.New("pull failed")
 
 // ErrNeedsToken: a server bound beyond loopback would take requests from
 // anyone on the network.
@@ -226,9 +230,17 @@ func (s *Server) deleteProgram(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]string{"removed": name})
 }
 
+// deployRequest is the JSON body of a PUT that deploys from a reference.
+type deployRequest struct {
+	Ref string `json:"ref"`
+}
+
+// putProgram deploys the image in the body (application/wasm), or the
+// reference a JSON body names, which the server pulls with its own
+// credentials.
 func (s *Server) putProgram(w http.ResponseWriter, r *http.Request) {
 	name := r.PathValue("name")
-	image, err := io.ReadAll(r.Body)
+	body, err := io.ReadAll(r.Body)
 	var tooLarge *http.MaxBytesError
 	if errors.As(err, &tooLarge) {
 		writeError(w, http.StatusRequestEntityTooLarge, "too_large",
@@ -239,7 +251,22 @@ func (s *Server) putProgram(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "invalid", err)
 		return
 	}
-	source := r.URL.Query().Get("source")
+	image, source := body, r.URL.Query().Get("source")
+	if mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type")); mt == "application/json" {
+		var req deployRequest
+		if err := json.Unmarshal(body, &req); err != nil || req.Ref == "" {
+			writeError(w, http.StatusBadRequest, "invalid", errors.New(`want a JSON body {"ref": "host/repo:tag"}`))
+			return
+		}
+		if s.opts.Puller == nil {
+			writeError(w, http.StatusBadRequest, "pull", fmt.Errorf("%s: %w: this server has no registry client", req.Ref, ErrPull))
+			return
+		}
+		if image, source, err = s.opts.Puller.Pull(r.Context(), req.Ref); err != nil {
+			writeError(w, http.StatusBadGateway, "pull", fmt.Errorf("%w: %v", ErrPull, err))
+			return
+		}
+	}
 	info, err := Deploy(r.Context(), s.rt, s.st, name, image, source, s.opts.Naming)
 	if err != nil {
 		writeStoreError(w, err)

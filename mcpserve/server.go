@@ -68,6 +68,14 @@ type Options struct {
 	Logger *slog.Logger
 	// Version is the server's version in the MCP handshake.
 	Version string
+	// Puller, when set, lets the control API deploy from OCI references.
+	Puller Puller
+}
+
+// Puller pulls an OCI reference for a deploy through the control API,
+// returning the image and the source to record (the reference, pinned).
+type Puller interface {
+	Pull(ctx context.Context, ref string) (image []byte, source string, err error)
 }
 
 // Server serves every program deployed in a store as MCP tools, running

@@ -1,0 +1,99 @@
+package commands
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/urfave/cli/v3"
+)
+
+type loginOptions struct {
+	username  string
+	plainHTTP bool
+}
+
+func newLoginCommand(e *env) *cli.Command {
+	return &cli.Command{
+		Name:      "login",
+		Usage:     "log in to an OCI registry (the password is read from stdin)",
+		ArgsUsage: "REGISTRY",
+		Description: `Checks the credentials against the registry, then keeps them as Docker does
+(~/.docker/config.json, or the credential helper it names), where push, deploy
+and inspect find them, and so do docker and oras.
+
+   echo "$TOKEN" | berm login --username me ghcr.io`,
+		Flags: append([]cli.Flag{
+			&cli.StringFlag{Name: "username", Aliases: []string{"u"}, Usage: "user name at the registry"},
+		}, registryFlags()...),
+		Action: func(ctx context.Context, cmd *cli.Command) error {
+			if cmd.Args().Len() != 1 {
+				return usagef("login takes one REGISTRY")
+			}
+			opts := loginOptions{username: cmd.String("username"), plainHTTP: cmd.Bool("plain-http")}
+			return runLogin(ctx, e, opts, cmd.Args().First())
+		},
+	}
+}
+
+func runLogin(ctx context.Context, e *env, opts loginOptions, reg string) error {
+	if opts.username == "" {
+		return usagef("login needs --username")
+	}
+	if isTerminal(e.stderr) {
+		fmt.Fprint(e.stderr, "password (from stdin): ")
+	}
+	// A password without a final newline is still a password: the error
+	// (io.EOF) says nothing more than an empty line would.
+	line, _ := bufio.NewReader(e.stdin).ReadString('\n')
+	password := strings.TrimRight(line, "\r\n")
+	if password == "" {
+		return withHint(fmt.Errorf("login %s: no password on stdin", reg), "pipe it in: echo \"$TOKEN\" | berm login --username NAME %s", reg)
+	}
+	c, err := newRegistryClient(e, opts.plainHTTP)
+	if err != nil {
+		return err
+	}
+	if err := c.Login(ctx, registryHost(reg), opts.username, password); err != nil {
+		return err
+	}
+	fmt.Fprintf(e.stdout, "logged in to %s\n", registryHost(reg))
+	return nil
+}
+
+func newLogoutCommand(e *env) *cli.Command {
+	return &cli.Command{
+		Name:      "logout",
+		Usage:     "forget the credentials of an OCI registry",
+		ArgsUsage: "REGISTRY",
+		Action: func(ctx context.Context, cmd *cli.Command) error {
+			if cmd.Args().Len() != 1 {
+				return usagef("logout takes one REGISTRY")
+			}
+			return runLogout(ctx, e, cmd.Args().First())
+		},
+	}
+}
+
+func runLogout(ctx context.Context, e *env, reg string) error {
+	c, err := newRegistryClient(e, false)
+	if err != nil {
+		return err
+	}
+	if err := c.Logout(ctx, registryHost(reg)); err != nil {
+		return err
+	}
+	fmt.Fprintf(e.stdout, "logged out of %s\n", registryHost(reg))
+	return nil
+}
+
+// registryHost accepts a registry as Docker users write it, with a scheme or
+// a path ("https://ghcr.io/"), and returns the host.
+func registryHost(reg string) string {
+	if _, rest, ok := strings.Cut(reg, "://"); ok {
+		reg = rest
+	}
+	host, _, _ := strings.Cut(reg, "/")
+	return host
+}

@@ -1,0 +1,97 @@
+package commands
+
+import (
+	"context"
+	"path"
+	"strings"
+
+	"github.com/urfave/cli/v3"
+
+	"github.com/berm-dev/berm/registry"
+	"github.com/berm-dev/berm/runtime/store"
+)
+
+// registryFlags are the flags of every command that reaches a registry.
+func registryFlags() []cli.Flag {
+	return []cli.Flag{
+		&cli.BoolFlag{Name: "plain-http", Usage: "reach the registry over plain HTTP (loopback registries always are)"},
+	}
+}
+
+// newRegistryClient returns a registry client with Docker's credentials,
+// drawing progress on stderr only when it is a terminal.
+func newRegistryClient(e *env, plainHTTP bool) (*registry.Client, error) {
+	cfg := &registry.Config{PlainHTTP: plainHTTP, UserAgent: "berm/" + binaryVersion()}
+	if isTerminal(e.stderr) {
+		cfg.Progress = e.stderr
+	}
+	return registry.New(cfg)
+}
+
+// isReference reports whether a FILE|NAME|REF argument is an OCI reference:
+// it contains '/' and names no file. One that starts like a path (/, ./,
+// ../) is a file that is missing, not a reference.
+func isReference(arg string) bool {
+	return strings.Contains(arg, "/") && !looksLikePath(arg) && !isFile(arg)
+}
+
+// looksLikePath reports whether arg is written as a path.
+func looksLikePath(arg string) bool {
+	return strings.HasPrefix(arg, "/") || strings.HasPrefix(arg, "./") || strings.HasPrefix(arg, "../")
+}
+
+// pullThroughStore pulls ref, taking the layer from the store when it holds
+// the digest already, and stores what it fetched. It returns the image and
+// the reference pinned by its manifest digest, which a deployment records.
+func pullThroughStore(ctx context.Context, c *registry.Client, st *store.Store, ref string) ([]byte, string, error) {
+	img, err := c.Pull(ctx, ref, &registry.PullOptions{Have: func(digest string) ([]byte, bool) {
+		b, err := st.Image(digest)
+		return b, err == nil
+	}})
+	if err != nil {
+		return nil, "", err
+	}
+	if !img.Cached {
+		if _, err := st.PutImage(img.Bytes); err != nil {
+			return nil, "", err
+		}
+	}
+	if strings.Contains(ref, "@") {
+		return img.Bytes, ref, nil // pinned already, and its tag kept
+	}
+	return img.Bytes, pinned(img), nil
+}
+
+// pinned is the reference as asked for, pinned to the manifest pulled:
+// host/repo:tag@sha256:..., or host/repo@sha256:... when asked by digest.
+func pinned(img *registry.Image) string {
+	if strings.Contains(img.Reference, "@") {
+		return img.Reference
+	}
+	return img.Reference + "@" + img.ManifestDigest
+}
+
+// nameFromReference derives a program name from a reference's repository:
+// "ghcr.io/org/my_tool:v1" runs as "my-tool".
+func nameFromReference(ref string) string {
+	repo := ref
+	if i := strings.IndexAny(repo, "@"); i >= 0 {
+		repo = repo[:i]
+	}
+	if i := strings.LastIndex(repo, ":"); i > strings.LastIndex(repo, "/") {
+		repo = repo[:i]
+	}
+	return nameFromFile(path.Base(repo))
+}
+
+// registryPuller lets a server pull references for the control API with the
+// server's own credentials.
+type registryPuller struct {
+	client *registry.Client
+	st     *store.Store
+}
+
+func (p registryPuller) Pull(ctx context.Context, ref string) ([]byte, string, error) {
+	return pullThroughStore(ctx, p.client, p.st, ref)
+}
+

@@ -1,0 +1,63 @@
+package commands
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+
+	"github.com/pelletier/go-toml/v2"
+
+	"github.com/berm-dev/berm/manifest"
+)
+
+// projectFile is a program's project file, in the directory berm runs in.
+const projectFile = "berm.toml"
+
+// project is berm.toml: what `berm push` and `berm deploy` do without
+// arguments.
+type project struct {
+	// Name is the name the program deploys under.
+	Name string `toml:"name"`
+	// Image is the reference it is pushed to (tag latest when it has none).
+	Image string `toml:"image"`
+	// Wasm is the built module, relative to berm.toml; NAME.wasm by default.
+	Wasm string `toml:"wasm"`
+}
+
+// readProject reads berm.toml from dir.
+func readProject(dir string) (*project, error) {
+	path := filepath.Join(dir, projectFile)
+	b, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, withHint(fmt.Errorf("no %s in %s", projectFile, dir),
+			"give the arguments, or write a berm.toml with name, image and wasm (see --help)")
+	}
+	if err != nil {
+		return nil, err
+	}
+	var p project
+	dec := toml.NewDecoder(bytes.NewReader(b)).DisallowUnknownFields()
+	if err := dec.Decode(&p); err != nil {
+		var strict *toml.StrictMissingError
+		if errors.As(err, &strict) {
+			return nil, fmt.Errorf("%s: %s", path, strict.String())
+		}
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if p.Name == "" {
+		return nil, fmt.Errorf("%s: name is missing", path)
+	}
+	if err := manifest.CheckProgramName(p.Name); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if p.Wasm == "" {
+		p.Wasm = p.Name + ".wasm"
+	}
+	if !filepath.IsAbs(p.Wasm) {
+		p.Wasm = filepath.Join(dir, p.Wasm)
+	}
+	return &p, nil
+}
