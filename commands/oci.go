@@ -94,4 +94,3 @@ type registryPuller struct {
 func (p registryPuller) Pull(ctx context.Context, ref string) ([]byte, string, error) {
 	return pullThroughStore(ctx, p.client, p.st, ref)
 }
-
