@@ -157,6 +157,15 @@ func TestMemoryLimit(t *testing.T) {
 	out, err := rt.Call(ctx, "core", "grow", []byte(`{}`))
 	check(t, out, err, want{result: "grew"})
 
+	// A maximum over the limit is no refusal: growth past the limit fails.
+	deploy(t, rt, "maxmem", "maxmem.wasm")
+	out, err = rt.Call(ctx, "maxmem", "grow", []byte(`{}`))
+	check(t, out, err, want{result: "grew"})
+	defaults := newRuntime(t, nil)
+	deploy(t, defaults, "maxmem", "maxmem.wasm")
+	out, err = defaults.Call(ctx, "maxmem", "grow", []byte(`{}`))
+	check(t, out, err, want{result: "refused"})
+
 	// A module whose minimum is over the limit is refused at deploy.
 	_, err = rt.Deploy(ctx, "big", fixture(t, "broken/big_memory.wasm"))
 	if err != nil {

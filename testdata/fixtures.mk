@@ -13,7 +13,7 @@ MKIMAGE = $(GO) run ./testdata/mkimage
 IMAGE_DEPS = testdata/mkimage/main.go manifest/attach.go testdata/fixtures.mk
 
 # The programs tests deploy: testdata/NAME.wat and testdata/NAME.abi.json.
-FIXTURES = echo core nest kv init init_syscall imports
+FIXTURES = echo core nest kv init init_syscall imports maxmem
 
 # Broken images, one per refusal of ABI.md (see testdata/README.md):
 # - over a module of their own, testdata/broken/NAME.wat and NAME.abi.json;
