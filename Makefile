@@ -3,7 +3,7 @@
 export CGO_ENABLED := 0
 GO ?= go
 
-.PHONY: build deps test test-short check bench fixtures examples fuzz clean
+.PHONY: build deps test test-short check bench bench-mcp fixtures examples fuzz clean
 
 # Tools the tests drive, installed only when missing.
 ORAS_VERSION := v1.3.6
@@ -20,6 +20,9 @@ deps:
 		$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq docker-registry >/dev/null 2>&1 || \
 		{ $(SUDO) apt-get update -qq && $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq docker-registry; }; }
 	@command -v oras >/dev/null || { echo "install oras $(ORAS_VERSION)"; $(GO) install oras.land/oras/cmd/oras@$(ORAS_VERSION); }
+	@test -x mcpserve/testdata/npm/node_modules/.bin/mcp-inspector || { \
+		echo "install the MCP Inspector and server-everything (npm)"; \
+		npm ci --prefix mcpserve/testdata/npm --no-audit --no-fund; }
 
 test: deps
 	$(GO) vet ./...
@@ -35,8 +38,15 @@ check: test
 		echo "build $$os/$$arch"; GOOS=$$os GOARCH=$$arch $(GO) build -o /dev/null . || exit 1; \
 	done; done
 
-bench:
-	$(GO) test -run '^$$' -bench . -benchmem ./runtime/...
+# bench runs the Go benchmarks: the runtime's calls and compiles, and pushes
+# and pulls next to the oras CLI; bench-mcp compares berm serve with the
+# reference MCP server from npm in one run.
+bench: deps
+	$(GO) test -run '^$$' -bench . -benchmem -count 5 ./runtime/...
+	$(GO) test -run '^$$' -bench VsOras -benchtime 20x ./registry
+
+bench-mcp: deps
+	bash mcpserve/testdata/bench.sh
 
 fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzRead -fuzztime 60s ./manifest

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
+	"runtime/debug"
 
 	"github.com/urfave/cli/v3"
 
@@ -101,6 +103,7 @@ func runServe(ctx context.Context, e *env, opts serveOptions) error {
 		return usagef("--log-format %q: want text or json", opts.logFormat)
 	}
 	logger := slog.New(handler)
+	tuneGC()
 	if !opts.stdio && !mcpserve.IsLoopback(opts.http.Addr) && opts.http.Token == "" {
 		return withHint(fmt.Errorf("serve on %s: %w", opts.http.Addr, mcpserve.ErrNeedsToken),
 			"give --token (or BERM_TOKEN), or listen on loopback (127.0.0.1)")
@@ -138,4 +141,19 @@ func runServe(ctx context.Context, e *env, opts serveOptions) error {
 	}
 	opts.http.MaxBody = int64(limits.MaxArgs) + 64<<10
 	return srv.RunHTTP(ctx, opts.http, drain)
+}
+
+// tuneGC sets the collector for a server, unless the operator has (GOGC,
+// GOMEMLIMIT). A server's live heap is small and each call leaves much
+// garbage (the MCP SDK's decode buffers, the instance's memory), so at the
+// default GOGC=100 it collects every few calls and a third of its CPU goes to
+// marking. It collects at five times the live heap instead, and a soft limit
+// keeps a burst of large instances from growing the heap without bound.
+func tuneGC() {
+	if os.Getenv("GOGC") == "" {
+		debug.SetGCPercent(400)
+	}
+	if os.Getenv("GOMEMLIMIT") == "" {
+		debug.SetMemoryLimit(2 << 30)
+	}
 }

@@ -86,7 +86,7 @@ type Server struct {
 	opts   Options
 	log    *slog.Logger
 	mcp    *mcp.Server
-	slots  chan struct{}
+	work   chan *job
 	loaded chan struct{} // closed once the first load has compiled everything
 
 	mu     sync.Mutex // serializes syncs, and guards served
@@ -133,9 +133,12 @@ func New(rt *runtime.Runtime, st *store.Store, opts *Options) *Server {
 		st:     st,
 		opts:   o,
 		log:    o.Logger,
-		slots:  make(chan struct{}, o.MaxConcurrent),
+		work:   make(chan *job),
 		loaded: make(chan struct{}),
 		served: map[string]*program{},
+	}
+	for range o.MaxConcurrent {
+		go s.worker()
 	}
 	s.mcp = mcp.NewServer(&mcp.Implementation{Name: "berm", Version: o.Version}, &mcp.ServerOptions{
 		Capabilities: &mcp.ServerCapabilities{
@@ -428,12 +431,6 @@ func (s *Server) handler(program, tool string) mcp.ToolHandler {
 		s.inflight.Add(1)
 		defer s.inflight.Add(-1)
 		select {
-		case s.slots <- struct{}{}:
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		}
-		defer func() { <-s.slots }()
-		select {
 		case <-s.loaded:
 		case <-ctx.Done():
 			return nil, ctx.Err()
@@ -445,10 +442,36 @@ func (s *Server) handler(program, tool string) mcp.ToolHandler {
 		if req.Session != nil {
 			ctx = context.WithValue(ctx, sessionKey{}, req.Session)
 		}
+		j := &job{ctx: ctx, program: program, tool: tool, args: args, done: make(chan struct{})}
+		select {
+		case s.work <- j: // waits while MaxConcurrent calls run
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+		<-j.done
+		return toolResult(program, tool, j.out, j.err)
+	}
+}
+
+// job is one call handed to a worker.
+type job struct {
+	ctx           context.Context
+	program, tool string
+	args          []byte
+	out           runtime.Outcome
+	err           error
+	done          chan struct{}
+}
+
+// worker runs calls, MaxConcurrent of them at once. The SDK handles each
+// request on a fresh goroutine, whose stack the deep path into wazero would
+// regrow on every call; a worker's stack has grown once.
+func (s *Server) worker() {
+	for j := range s.work {
 		start := time.Now()
-		out, err := s.rt.Call(ctx, program, tool, args)
-		s.logCall(program, tool, time.Since(start), out, err)
-		return toolResult(program, tool, out, err)
+		j.out, j.err = s.rt.Call(j.ctx, j.program, j.tool, j.args)
+		s.logCall(j.program, j.tool, time.Since(start), j.out, j.err)
+		close(j.done)
 	}
 }
 
