@@ -8,6 +8,7 @@ import (
 	"github.com/urfave/cli/v3"
 
 	"github.com/berm-dev/berm/manifest"
+	sdk "github.com/berm-dev/berm/sdk"
 )
 
 // Version is the binary's version; releases set it with
@@ -17,13 +18,14 @@ var Version = ""
 type versionOutput struct {
 	Version    string `json:"version"`
 	ABIVersion int    `json:"abi_version"`
+	SDKVersion string `json:"sdk_version"`
 	Go         string `json:"go"`
 }
 
 func newVersionCommand(e *env) *cli.Command {
 	return &cli.Command{
 		Name:  "version",
-		Usage: "print the versions of berm and of the program ABI it implements",
+		Usage: "print the versions of berm, of the program ABI it implements and of the Go guest SDK",
 		Flags: []cli.Flag{&cli.BoolFlag{Name: "json", Usage: "print as JSON"}},
 		Action: func(ctx context.Context, cmd *cli.Command) error {
 			return runVersion(ctx, e, cmd.Bool("json"))
@@ -32,14 +34,14 @@ func newVersionCommand(e *env) *cli.Command {
 }
 
 func runVersion(_ context.Context, e *env, asJSON bool) error {
-	out := versionOutput{Version: binaryVersion(), ABIVersion: manifest.ABIVersion}
+	out := versionOutput{Version: binaryVersion(), ABIVersion: manifest.ABIVersion, SDKVersion: sdk.Version}
 	if info, ok := debug.ReadBuildInfo(); ok {
 		out.Go = info.GoVersion
 	}
 	if asJSON {
 		return writeJSON(e, out)
 	}
-	fmt.Fprintf(e.stdout, "berm %s\nabi  %d\ngo   %s\n", out.Version, out.ABIVersion, out.Go)
+	fmt.Fprintf(e.stdout, "berm %s\nabi  %d\nsdk  %s\ngo   %s\n", out.Version, out.ABIVersion, out.SDKVersion, out.Go)
 	return nil
 }
 
