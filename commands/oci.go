@@ -41,8 +41,8 @@ func looksLikePath(arg string) bool {
 }
 
 // pullThroughStore pulls ref, taking the layer from the store when it holds
-// the digest already, and stores what it fetched. It returns the image and
-// the reference pinned by its manifest digest, which a deployment records.
+// the digest already (a deploy stores what it fetched). It returns the image
+// and the reference pinned by its manifest digest, which a deployment records.
 func pullThroughStore(ctx context.Context, c *registry.Client, st *store.Store, ref string) ([]byte, string, error) {
 	img, err := c.Pull(ctx, ref, &registry.PullOptions{Have: func(digest string) ([]byte, bool) {
 		b, err := st.Image(digest)
@@ -50,11 +50,6 @@ func pullThroughStore(ctx context.Context, c *registry.Client, st *store.Store, 
 	}})
 	if err != nil {
 		return nil, "", err
-	}
-	if !img.Cached {
-		if _, err := st.PutImage(img.Bytes); err != nil {
-			return nil, "", err
-		}
 	}
 	if strings.Contains(ref, "@") {
 		return img.Bytes, ref, nil // pinned already, and its tag kept
