@@ -190,6 +190,9 @@ func (s *Server) Load(ctx context.Context) error {
 	return nil
 }
 
+// Ready is closed once the programs Load found are compiled and callable.
+func (s *Server) Ready() <-chan struct{} { return s.loaded }
+
 // Watch brings the served tools in line with the store every PollInterval,
 // so that deployments from other processes are served, replaced or dropped
 // within a second, until ctx is done.

@@ -165,10 +165,10 @@ func TestToolsAndOutcomes(t *testing.T) {
 		{tool: "core_strict", args: map[string]any{"n": "three"}, isError: true, words: "at /n: got string, want integer"},
 		{tool: "core_strict", args: map[string]any{}, isError: true, words: "missing property"},
 		{tool: "core_strict", args: map[string]any{"n": 3}, text: "ok"},
-		{tool: "core_trap", code: mcpserve.CodeTrap, words: "core.trap: trapped"},
+		{tool: "core_trap", code: mcpserve.CodeTrap, words: "core.trap: program trapped: wasm error: unreachable"},
 		{tool: "core_unknown_syscall", code: mcpserve.CodeTrap, words: "0x1234"},
 		{tool: "core_loop", code: mcpserve.CodeDeadline, words: "deadline"},
-		{tool: "core_big_result", code: mcpserve.CodeLimit, words: "over the limit"},
+		{tool: "core_big_result", code: mcpserve.CodeLimit, words: "over the size limit: result of 17825792 bytes"},
 		{tool: "core_nope", code: jsonrpc.CodeInvalidParams, words: "core_nope"},
 	}
 	for _, tt := range tests {

@@ -493,15 +493,15 @@ func (r *Runtime) call(ctx context.Context, program, tool string, args []byte, d
 	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
 		// A nested call ran out of the shared deadline and this one returned
 		// before wazero noticed: it meets the same deadline.
-		return Outcome{}, fmt.Errorf("%s: ran past its deadline: %w", full, ErrDeadline)
+		return Outcome{}, r.deadlineError(full)
 	}
 	final, what := c.result, "result"
 	if c.failed {
 		final, what = c.failure, "failure message"
 	}
 	if final.over > 0 {
-		return Outcome{}, fmt.Errorf("%s: %s of %d bytes is over the limit of %d bytes: %w",
-			full, what, final.over, r.limits.MaxResult, ErrLimit)
+		return Outcome{}, fmt.Errorf("%s: %w: %s of %d bytes, limit %d bytes",
+			full, ErrLimit, what, final.over, r.limits.MaxResult)
 	}
 	if c.failed {
 		return Outcome{Failed: true, Failure: final.b}, nil
@@ -537,15 +537,19 @@ func (r *Runtime) hostError(ctx context.Context, full string, err error) error {
 	var exit *sys.ExitError
 	switch {
 	case errors.Is(ctx.Err(), context.DeadlineExceeded):
-		return fmt.Errorf("%s: ran past its deadline: %w", full, ErrDeadline)
+		return r.deadlineError(full)
 	case errors.As(err, &exit) && exit.ExitCode() == sys.ExitCodeDeadlineExceeded:
-		return fmt.Errorf("%s: ran past its deadline: %w", full, ErrDeadline)
+		return r.deadlineError(full)
 	case errors.As(err, &exit) && exit.ExitCode() == sys.ExitCodeContextCanceled:
 		return fmt.Errorf("%s: canceled: %w", full, context.Canceled)
 	case errors.As(err, &exit):
-		return fmt.Errorf("%s: trapped: the program exited with code %d: %w", full, exit.ExitCode(), ErrTrap)
+		return fmt.Errorf("%s: %w: it exited with code %d", full, ErrTrap, exit.ExitCode())
 	}
-	return fmt.Errorf("%s: trapped: %s: %w", full, firstLine(err), ErrTrap)
+	return fmt.Errorf("%s: %w: %s", full, ErrTrap, firstLine(err))
+}
+
+func (r *Runtime) deadlineError(full string) error {
+	return fmt.Errorf("%s: %w: the call and its nested calls ran past %s", full, ErrDeadline, r.limits.Deadline)
 }
 
 // nested runs berm.call for caller c. Every refusal (undeclared target, depth,

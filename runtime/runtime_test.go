@@ -190,7 +190,7 @@ func TestNested(t *testing.T) {
 		{4, "call_echo", want{result: `{"via":"nest"}`}},
 		{4, "call_fail", want{result: "failed:callee failed"}},
 		{4, "call_ok_strict", want{result: "ok"}},
-		{4, "call_trap", want{result: "refused:berm.call nest.trap: trapped: wasm error: unreachable: program trapped"}},
+		{4, "call_trap", want{result: "refused:berm.call nest.trap: program trapped: wasm error: unreachable"}},
 		{4, "call_undeclared", want{result: "refused:berm.call other.tool: refused: not declared in the manifest's calls"}},
 		{4, "call_missing", want{result: "refused:berm.call ghost.tool: no such program"}},
 		{4, "call_notool", want{result: "refused:berm.call nest.nope: no such tool"}},
