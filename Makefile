@@ -48,8 +48,12 @@ bench: deps
 bench-mcp: deps
 	bash mcpserve/testdata/bench.sh
 
+# fuzz runs each parser of untrusted input for a minute; a crash found
+# becomes a file in the package's testdata/fuzz, a regression case from then on.
 fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzRead -fuzztime 60s ./manifest
+	$(GO) test -run '^$$' -fuzz FuzzCoalesceData -fuzztime 60s ./runtime
+	$(GO) test -run '^$$' -fuzz FuzzCheckManifest -fuzztime 60s ./registry
 
 include testdata/fixtures.mk
 include examples/examples.mk
