@@ -1,9 +1,6 @@
 package manifest
 
-import (
-	"encoding/binary"
-	"fmt"
-)
+import "encoding/binary"
 
 // Attach returns module with payload as its only .berm.abi section, after
 // every other section. The payload is not checked: Read is what checks an image.
@@ -24,17 +21,9 @@ func Strip(module []byte) ([]byte, error) {
 	r := &reader{b: module, off: 8}
 	for r.left() > 0 {
 		start := r.off
-		id, err := r.byte()
+		id, body, err := r.section()
 		if err != nil {
-			return nil, malformed("section header", err)
-		}
-		size, err := r.u32()
-		if err != nil {
-			return nil, malformed("section header", err)
-		}
-		body, err := r.bytes(uint64(size))
-		if err != nil {
-			return nil, malformed(fmt.Sprintf("section %d", id), err)
+			return nil, err
 		}
 		if id == 0 {
 			if name, err := (&reader{b: body}).name(); err == nil && name == sectionName {

@@ -288,9 +288,9 @@ func parseModule(b []byte) (*module, error) {
 	r := &reader{b: b, off: 8}
 	lastRank := 0
 	for r.left() > 0 {
-		id, err := r.byte()
+		id, body, err := r.section()
 		if err != nil {
-			return nil, malformed("section header", err)
+			return nil, err
 		}
 		if id != 0 {
 			rank := sectionRank(id)
@@ -301,14 +301,6 @@ func parseModule(b []byte) (*module, error) {
 				return nil, malformed(fmt.Sprintf("section %d", id), errors.New("out of order or repeated"))
 			}
 			lastRank = rank
-		}
-		size, err := r.u32()
-		if err != nil {
-			return nil, malformed("section header", err)
-		}
-		body, err := r.bytes(uint64(size))
-		if err != nil {
-			return nil, malformed(fmt.Sprintf("section %d", id), err)
 		}
 		s := &reader{b: body}
 		switch id {
@@ -361,6 +353,21 @@ func parseModule(b []byte) (*module, error) {
 		}
 	}
 	return m, nil
+}
+
+// section reads one section's id and body.
+func (r *reader) section() (id byte, body []byte, err error) {
+	if id, err = r.byte(); err != nil {
+		return 0, nil, malformed("section header", err)
+	}
+	size, err := r.u32()
+	if err != nil {
+		return 0, nil, malformed("section header", err)
+	}
+	if body, err = r.bytes(uint64(size)); err != nil {
+		return 0, nil, malformed(fmt.Sprintf("section %d", id), err)
+	}
+	return id, body, nil
 }
 
 // sectionRank orders the known non-custom sections as the binary format requires
