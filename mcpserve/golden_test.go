@@ -86,8 +86,7 @@ func transcript(t *testing.T, srv *mcpserve.Server, requests []byte) []byte {
 		var req struct {
 			ID json.RawMessage `json:"id"`
 		}
-		json.Unmarshal([]byte(line), &req)
-		if req.ID == nil {
+		if json.Unmarshal([]byte(line), &req) == nil && req.ID == nil {
 			continue // a notification: no response
 		}
 		for lines.Scan() {

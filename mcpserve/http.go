@@ -132,16 +132,12 @@ func (s *Server) RunStdio(ctx context.Context, r io.Reader, w io.Writer, drain t
 		case <-runCtx.Done():
 		}
 	}()
-	err := s.mcp.Run(runCtx, owingTransport{&mcp.IOTransport{Reader: io.NopCloser(r), Writer: nopCloser{w}}, s})
+	err := s.mcp.Run(runCtx, lineTransport{r: r, w: w, s: s})
 	if runCtx.Err() != nil {
 		return nil
 	}
 	return err
 }
-
-type nopCloser struct{ io.Writer }
-
-func (nopCloser) Close() error { return nil }
 
 // Handler is the HTTP service: /mcp, /healthz and the control API.
 func (s *Server) Handler(cfg HTTPConfig) http.Handler {

@@ -36,6 +36,7 @@ func (h *harness) serveHTTP(t *testing.T, cfg mcpserve.HTTPConfig) *httptest.Ser
 	if err := h.srv.Load(ctx); err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { <-h.srv.Ready() })
 	ts := httptest.NewServer(h.srv.Handler(cfg))
 	t.Cleanup(ts.Close)
 	return ts
@@ -251,6 +252,7 @@ func TestRunHTTPTLS(t *testing.T) {
 	if err := h.srv.Load(ctx); err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { <-h.srv.Ready() })
 	addrs := make(chan net.Addr, 1)
 	done := make(chan error, 1)
 	go func() {

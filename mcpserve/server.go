@@ -179,9 +179,15 @@ func (s *Server) Load(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	if len(pending) == 0 {
+		s.log.Warn("no programs deployed: serving no tools until one is (try berm deploy --example hello)")
+	}
 	go func() {
 		defer close(s.loaded)
 		for _, p := range pending {
+			if ctx.Err() != nil {
+				return // shutting down
+			}
 			if err := s.deploy(ctx, p.name, p.digest); err != nil {
 				s.log.Error("compile", "program", p.name, "digest", p.digest, "error", err)
 			}

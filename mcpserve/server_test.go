@@ -86,6 +86,7 @@ func (h *harness) connect(t *testing.T, copts *mcp.ClientOptions) *mcp.ClientSes
 	if err := h.srv.Load(ctx); err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { <-h.srv.Ready() }) // the compiles write under t's directory
 	go h.srv.Watch(ctx)
 	st, ct := mcp.NewInMemoryTransports()
 	go h.srv.MCP().Run(ctx, st)
