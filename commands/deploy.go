@@ -153,16 +153,19 @@ func deployProject(ctx context.Context, e *env, opts deployOptions) (mcpserve.Pr
 	if err != nil {
 		return mcpserve.ProgramInfo{}, err
 	}
-	image, err := readImageFile(p.Wasm)
+	if err := p.need("name"); err != nil {
+		return mcpserve.ProgramInfo{}, err
+	}
+	image, err := p.module()
 	if err != nil {
 		return mcpserve.ProgramInfo{}, err
 	}
 	if opts.server == "" {
 		return deployImage(ctx, opts, p.Name, image, p.Wasm)
 	}
-	if p.Image == "" {
-		return mcpserve.ProgramInfo{}, withHint(fmt.Errorf("%s: image is missing", projectFile),
-			"deploying through a server pushes to berm.toml's image first: set image = \"host/repo\"")
+	// Through a server, the module goes to berm.toml's image first.
+	if err := p.need("image"); err != nil {
+		return mcpserve.ProgramInfo{}, err
 	}
 	rc, err := newRegistryClient(e, opts.plainHTTP)
 	if err != nil {
@@ -172,6 +175,7 @@ func deployProject(ctx context.Context, e *env, opts deployOptions) (mcpserve.Pr
 	if err != nil {
 		return mcpserve.ProgramInfo{}, err
 	}
+	fmt.Fprintf(e.stderr, "berm: pushed %s; %s deploys it as %s\n", pinned(pushed), opts.server, p.Name)
 	client, err := opts.client()
 	if err != nil {
 		return mcpserve.ProgramInfo{}, err

@@ -43,8 +43,9 @@ var hints = []struct {
 	err  error
 	hint string
 }{
-	{store.ErrNotDeployed, "`berm ls` lists what is deployed"},
+	{store.ErrNotDeployed, "`berm ls` lists what is deployed (with --server, on that server)"},
 	{runtime.ErrNoTool, "`berm inspect NAME` lists a program's tools"},
+	{runtime.ErrLimit, "raise the limit with --max-args or --max-result"},
 	{runtime.ErrArguments, "`berm inspect NAME` shows each tool's parameters"},
 	{runtime.ErrDeadline, "give the call more time with --timeout"},
 	{manifest.ErrProgramName, "a program name is 1 to 63 characters of a-z, 0-9 and '-', starting with a letter or digit"},
@@ -53,6 +54,7 @@ var hints = []struct {
 	{registry.ErrUnauthorized, "log in first: echo \"$TOKEN\" | berm login --username NAME REGISTRY"},
 	{registry.ErrNotFound, "check the reference (host/repo:tag); berm push REF FILE publishes one"},
 	{mcpserve.ErrUnauthorized, "give the server's token with --token or BERM_TOKEN"},
+	{mcpserve.ErrUnreachable, "is berm serve running there? check --server or BERM_SERVER"},
 }
 
 func printError(w io.Writer, err error) {

@@ -64,8 +64,8 @@ func (o limitOptions) limits() (runtime.Limits, error) {
 		}
 		f.set(v)
 	}
-	if l.Memory < runtime.PageSize {
-		return runtime.Limits{}, usagef("--memory %s: want at least 64KiB", o.memory)
+	if l.Memory < runtime.PageSize || l.Memory > 4<<30 {
+		return runtime.Limits{}, usagef("--memory %s: want 64KiB to 4GiB (a 32-bit memory's most)", o.memory)
 	}
 	return l, nil
 }

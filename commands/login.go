@@ -3,10 +3,15 @@ package commands
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
+	"os"
 	"strings"
 
 	"github.com/urfave/cli/v3"
+	"golang.org/x/term"
+
+	"github.com/berm-dev/berm/registry"
 )
 
 type loginOptions struct {
@@ -41,13 +46,10 @@ func runLogin(ctx context.Context, e *env, opts loginOptions, reg string) error 
 	if opts.username == "" {
 		return usagef("login needs --username")
 	}
-	if isTerminal(e.stderr) {
-		fmt.Fprint(e.stderr, "password (from stdin): ")
+	password, err := readPassword(e)
+	if err != nil {
+		return err
 	}
-	// A password without a final newline is still a password: the error
-	// (io.EOF) says nothing more than an empty line would.
-	line, _ := bufio.NewReader(e.stdin).ReadString('\n')
-	password := strings.TrimRight(line, "\r\n")
 	if password == "" {
 		return withHint(fmt.Errorf("login %s: no password on stdin", reg), "pipe it in: echo \"$TOKEN\" | berm login --username NAME %s", reg)
 	}
@@ -56,6 +58,9 @@ func runLogin(ctx context.Context, e *env, opts loginOptions, reg string) error 
 		return err
 	}
 	if err := c.Login(ctx, registryHost(reg), opts.username, password); err != nil {
+		if errors.Is(err, registry.ErrUnauthorized) {
+			return withHint(err, "%s refused the user name or password", registryHost(reg))
+		}
 		return err
 	}
 	fmt.Fprintf(e.stdout, "logged in to %s\n", registryHost(reg))
@@ -67,6 +72,9 @@ func newLogoutCommand(e *env) *cli.Command {
 		Name:      "logout",
 		Usage:     "forget the credentials of an OCI registry",
 		ArgsUsage: "REGISTRY",
+		Description: `Removes what berm login (or docker login, or oras login) kept for REGISTRY.
+
+   berm logout ghcr.io`,
 		Action: func(ctx context.Context, cmd *cli.Command) error {
 			if cmd.Args().Len() != 1 {
 				return usagef("logout takes one REGISTRY")
@@ -86,6 +94,20 @@ func runLogout(ctx context.Context, e *env, reg string) error {
 	}
 	fmt.Fprintf(e.stdout, "logged out of %s\n", registryHost(reg))
 	return nil
+}
+
+// readPassword reads one line of stdin; on a terminal, without echoing it.
+func readPassword(e *env) (string, error) {
+	if f, ok := e.stdin.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
+		fmt.Fprint(e.stderr, "password: ")
+		b, err := term.ReadPassword(int(f.Fd()))
+		fmt.Fprintln(e.stderr)
+		return string(b), err
+	}
+	// A password without a final newline is still a password: the error
+	// (io.EOF) says nothing more than an empty line would.
+	line, _ := bufio.NewReader(e.stdin).ReadString('\n')
+	return strings.TrimRight(line, "\r\n"), nil
 }
 
 // registryHost accepts a registry as Docker users write it, with a scheme or

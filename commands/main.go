@@ -38,6 +38,9 @@ type env struct {
 func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	e := &env{stdin: stdin, stdout: stdout, stderr: stderr}
 	root := newRootCommand(e)
+	for _, cmd := range root.Commands {
+		cmd.OnUsageError = root.OnUsageError
+	}
 	err := root.Run(ctx, args)
 	if err == nil {
 		return exitOK
@@ -74,7 +77,6 @@ it once and instantiates it anew for every call.
 		Reader:          e.stdin,
 		Writer:          e.stdout,
 		ErrWriter:       e.stderr,
-		HideHelpCommand: true,
 		// Errors are printed and mapped to exit codes by Main, never here.
 		ExitErrHandler: func(context.Context, *cli.Command, error) {},
 		OnUsageError: func(_ context.Context, _ *cli.Command, err error, _ bool) error {

@@ -80,12 +80,17 @@ func nameFromReference(ref string) string {
 }
 
 // registryPuller lets a server pull references for the control API with the
-// server's own credentials.
+// server's own credentials, read anew for each pull so that a `berm login`
+// on the server's host counts without a restart.
 type registryPuller struct {
-	client *registry.Client
-	st     *store.Store
+	plainHTTP bool
+	st        *store.Store
 }
 
 func (p registryPuller) Pull(ctx context.Context, ref string) ([]byte, string, error) {
-	return pullThroughStore(ctx, p.client, p.st, ref)
+	c, err := registry.New(&registry.Config{PlainHTTP: p.plainHTTP, UserAgent: "berm/" + binaryVersion()})
+	if err != nil {
+		return nil, "", err
+	}
+	return pullThroughStore(ctx, c, p.st, ref)
 }

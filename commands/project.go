@@ -19,6 +19,9 @@ const projectFile = "berm.toml"
 // project is berm.toml: what `berm push` and `berm deploy` do without
 // arguments.
 type project struct {
+	// path is where the file is, for messages.
+	path string
+
 	// Name is the name the program deploys under.
 	Name string `toml:"name"`
 	// Image is the reference it is pushed to (tag latest when it has none).
@@ -47,17 +50,44 @@ func readProject(dir string) (*project, error) {
 		}
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
-	if p.Name == "" {
-		return nil, fmt.Errorf("%s: name is missing", path)
-	}
-	if err := manifest.CheckProgramName(p.Name); err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
+	p.path = path
+	if p.Name != "" {
+		if err := manifest.CheckProgramName(p.Name); err != nil {
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
 	}
 	if p.Wasm == "" {
+		if p.Name == "" {
+			return nil, withHint(fmt.Errorf("%s: neither wasm nor name is set", path), "set wasm = \"NAME.wasm\", the built module")
+		}
 		p.Wasm = p.Name + ".wasm"
 	}
 	if !filepath.IsAbs(p.Wasm) {
 		p.Wasm = filepath.Join(dir, p.Wasm)
 	}
 	return &p, nil
+}
+
+// need checks that the keys a command uses are set.
+func (p *project) need(keys ...string) error {
+	for _, k := range keys {
+		if (k == "name" && p.Name == "") || (k == "image" && p.Image == "") {
+			return withHint(fmt.Errorf("%s: %s is missing", p.path, k), "%s", projectHelp[k])
+		}
+	}
+	return nil
+}
+
+var projectHelp = map[string]string{
+	"name":  "set name = \"NAME\", the program name it deploys under",
+	"image": "set image = \"host/repo\", where berm push puts it",
+}
+
+// module reads the built module berm.toml names.
+func (p *project) module() ([]byte, error) {
+	if !isFile(p.Wasm) {
+		return nil, withHint(fmt.Errorf("%s: no such file (wasm in %s)", p.Wasm, p.path),
+			"build the module first, or point wasm in berm.toml at it")
+	}
+	return readImageFile(p.Wasm)
 }

@@ -32,7 +32,7 @@ func newPushCommand(e *env) *cli.Command {
 		ArgsUsage: "[REF FILE]",
 		Description: `Pushes FILE to REF as one OCI image whose single layer is the file's bytes
 (media type application/wasm; the CNCF TAG Runtime wasm layout), with berm's
-manifest in an annotation so that inspect and search read it without pulling.
+manifest in an annotation so that inspect reads it without pulling the layer.
 Prints the layer digest, which is the sha256 of the file, and the manifest
 digest. Pushing the same file to the same REF again gives the same manifest.
 
@@ -66,10 +66,14 @@ func runPush(ctx context.Context, e *env, opts pushOptions, args []string) error
 		if err != nil {
 			return err
 		}
-		if p.Image == "" {
-			return withHint(fmt.Errorf("%s: image is missing", projectFile), "set image = \"host/repo\" in berm.toml")
+		if err := p.need("image"); err != nil {
+			return err
 		}
 		ref, file = p.Image, p.Wasm
+		if !isFile(file) {
+			_, err := p.module()
+			return err
+		}
 	default:
 		return usagef("push takes REF FILE, or nothing (berm.toml)")
 	}

@@ -5,9 +5,11 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 
 	"github.com/urfave/cli/v3"
 
+	"github.com/berm-dev/berm/manifest"
 	"github.com/berm-dev/berm/runtime/store"
 )
 
@@ -45,7 +47,10 @@ stderr (exit 2). berm.log lines go to stderr as they come.
 }
 
 func runRun(ctx context.Context, e *env, opts runOptions, args []string) error {
-	if len(args) < 2 || len(args) > 3 {
+	if len(args) == 1 {
+		return missingTool(ctx, e, opts, args[0])
+	}
+	if len(args) > 3 {
 		return usagef("run takes NAME|FILE|REF TOOL [ARGS]")
 	}
 	limits, err := opts.limits()
@@ -108,6 +113,29 @@ func runRun(ctx context.Context, e *env, opts runOptions, args []string) error {
 		fmt.Fprintln(e.stdout)
 	}
 	return nil
+}
+
+// missingTool explains `berm run NAME` without a tool: the program's tools,
+// or, for a served name such as hello_greet, how to spell it here.
+func missingTool(ctx context.Context, e *env, opts runOptions, arg string) error {
+	err := usagef("run takes NAME|FILE|REF TOOL [ARGS]")
+	st, serr := store.Open(opts.root)
+	if serr != nil {
+		return err
+	}
+	if t, lerr := loadTarget(ctx, e, st, arg, opts.plainHTTP); lerr == nil {
+		if m, merr := manifest.Read(t.image); merr == nil {
+			return withHint(err, "%s has the tools %s", t.name, strings.Join(m.ToolNames(), ", "))
+		}
+	}
+	for _, sep := range []string{"_", "."} {
+		if program, tool, ok := strings.Cut(arg, sep); ok {
+			if _, derr := st.Deployment(program); derr == nil {
+				return withHint(err, "did you mean `berm run %s %s`?", program, tool)
+			}
+		}
+	}
+	return err
 }
 
 // isTerminal reports whether w is a terminal, where output should end a line.

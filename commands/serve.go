@@ -3,7 +3,6 @@ package commands
 import (
 	"context"
 	"fmt"
-	"io"
 	"log/slog"
 	"os"
 	"runtime/debug"
@@ -119,12 +118,8 @@ func runServe(ctx context.Context, e *env, opts serveOptions) error {
 		return err
 	}
 	defer rt.Close(context.WithoutCancel(ctx))
-	rc, err := newRegistryClient(&env{stderr: io.Discard}, opts.plainHTTP)
-	if err != nil {
-		return err
-	}
 	srv = mcpserve.New(rt, st, &mcpserve.Options{
-		Puller:        registryPuller{client: rc, st: st},
+		Puller:        registryPuller{plainHTTP: opts.plainHTTP, st: st},
 		Naming:        naming,
 		MaxConcurrent: opts.maxConcurrent,
 		Logger:        logger,

@@ -269,7 +269,7 @@ func TestServeHTTPControl(t *testing.T) {
 	// Errors come back as clearly as local ones, with the same exit code.
 	cmd = bermCmd(t, clientRoot, "deploy", "--server", base, "--token", "tok", "bad", fixturePath("broken/no_memory.wasm"))
 	out, err = cmd.CombinedOutput()
-	if exit, ok := err.(*exec.ExitError); !ok || exit.ExitCode() != 2 || !strings.Contains(string(out), "does not export memory") {
+	if exit, ok := err.(*exec.ExitError); !ok || exit.ExitCode() != 2 || !strings.Contains(string(out), "does not export its memory as") {
 		t.Fatalf("deploy of a broken image: %v\n%s", err, out)
 	}
 	cmd = bermCmd(t, clientRoot, "rm", "--server", base, "--token", "tok", "ghost")

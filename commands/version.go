@@ -26,6 +26,10 @@ func newVersionCommand(e *env) *cli.Command {
 	return &cli.Command{
 		Name:  "version",
 		Usage: "print the versions of berm, of the program ABI it implements and of the Go guest SDK",
+		Description: `A program built for another ABI version is refused at deploy.
+
+   berm version
+   berm version --json | jq -r .abi_version`,
 		Flags: []cli.Flag{&cli.BoolFlag{Name: "json", Usage: "print as JSON"}},
 		Action: func(ctx context.Context, cmd *cli.Command) error {
 			return runVersion(ctx, e, cmd.Bool("json"))

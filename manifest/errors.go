@@ -27,7 +27,7 @@ var (
 	ErrDuplicateTool error = refusal("duplicate tool name")
 	ErrToolExport    error = refusal("tool has no export of type [] -> []")
 	ErrSchema        error = refusal("bad parameters schema")
-	ErrNoMemory      error = refusal("module does not export memory")
+	ErrNoMemory      error = refusal("module does not export its memory as \"memory\"")
 	ErrInitialize    error = refusal("_initialize is not of type [] -> []")
 	ErrBermImport    error = refusal("bad import from module berm")
 	ErrSyscallName   error = refusal("bad syscall name")

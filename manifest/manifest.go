@@ -237,8 +237,10 @@ func (m *Manifest) checkModule() error {
 	for _, e := range m.Exports {
 		exports[e.Name] = e
 	}
-	if e, ok := exports["memory"]; !ok || e.Kind != KindMemory {
+	if e, ok := exports["memory"]; !ok {
 		return ErrNoMemory
+	} else if e.Kind != KindMemory {
+		return fmt.Errorf("export memory is a %s: %w", describe(e), ErrNoMemory)
 	}
 	if e, ok := exports["_initialize"]; ok {
 		if e.Kind != KindFunc || !e.Type.Equal(FuncType{}) {

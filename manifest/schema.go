@@ -78,8 +78,15 @@ func (t *Tool) compileSchema(raw json.RawMessage) error {
 		if errors.As(err, &load) {
 			return fmt.Errorf("refers outside itself to %s, which is never fetched", load.URL)
 		}
-		// The compiler's messages span lines; an error here is one line.
-		return errors.New(strings.Join(strings.Fields(err.Error()), " "))
+		var invalid *jsonschema.SchemaValidationError
+		var ve *jsonschema.ValidationError
+		if errors.As(err, &invalid) && errors.As(invalid.Err, &ve) {
+			return fmt.Errorf("not a valid JSON Schema: %s", describeViolation(ve))
+		}
+		// The compiler's messages span lines and name the schema by the URL
+		// it sits at here; an error here is one line, about the schema.
+		msg := strings.Join(strings.Fields(err.Error()), " ")
+		return errors.New(strings.ReplaceAll(msg, schemaURL, "parameters"))
 	}
 	t.Parameters, t.schema = raw, sch
 	t.anyObject = acceptsAnyObject(obj)

@@ -16,6 +16,9 @@ import (
 	"github.com/berm-dev/berm/runtime/store"
 )
 
+// ErrUnreachable: no berm server answered at the URL.
+var ErrUnreachable = errors.New("unreachable")
+
 // ErrUnauthorized: the server wants a token this client did not give, or a
 // different one.
 var ErrUnauthorized = errors.New("unauthorized")
@@ -103,7 +106,7 @@ func (c *Client) do(ctx context.Context, method, path string, query url.Values, 
 	}
 	resp, err := c.http.Do(req)
 	if err != nil {
-		return fmt.Errorf("server %s: %w", c.base, err)
+		return fmt.Errorf("server %s: %w: %v", c.base, ErrUnreachable, err)
 	}
 	defer resp.Body.Close()
 	data, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))

@@ -195,7 +195,7 @@ func TestControlAPI(t *testing.T) {
 		want  error
 		words string
 	}{
-		{"invalid image", func() error { _, err := client.Deploy(ctx, "x", broken, ""); return err }, manifest.ErrInvalid, "does not export memory"},
+		{"invalid image", func() error { _, err := client.Deploy(ctx, "x", broken, ""); return err }, manifest.ErrInvalid, "does not export its memory as"},
 		{"bad name", func() error { _, err := client.Deploy(ctx, "Bad_Name", image, ""); return err }, manifest.ErrProgramName, "Bad_Name"},
 		{"inspect absent", func() error { _, err := client.Inspect(ctx, "ghost"); return err }, store.ErrNotDeployed, "ghost"},
 		{"remove absent", func() error { return client.Remove(ctx, "ghost", false) }, store.ErrNotDeployed, "ghost"},

@@ -478,8 +478,9 @@ func (r *Runtime) call(ctx context.Context, program, tool string, args []byte, d
 		return Outcome{}, fmt.Errorf("%s: %w", manifest.FullName(program, tool), ErrNoTool)
 	}
 	if len(args) > r.limits.MaxArgs {
-		return Outcome{}, fmt.Errorf("%s: %w: %d bytes, over the limit of %d bytes",
-			manifest.FullName(program, tool), ErrArguments, len(args), r.limits.MaxArgs)
+		// The caller's error (ErrArguments), and a size limit (ErrLimit).
+		return Outcome{}, fmt.Errorf("%s: %w: %w: %d bytes, limit %d bytes",
+			manifest.FullName(program, tool), ErrArguments, ErrLimit, len(args), r.limits.MaxArgs)
 	}
 	if err := t.Validate(args); err != nil {
 		return Outcome{}, fmt.Errorf("%s: %w", manifest.FullName(program, tool), err)

@@ -125,7 +125,7 @@ func TestLimits(t *testing.T) {
 	ctx := context.Background()
 	big := `{"message":"` + strings.Repeat("x", 32) + `"}`
 	out, err := rt.Call(ctx, "echo", "echo", []byte(big))
-	check(t, out, err, want{err: runtime.ErrArguments, words: []string{"over the limit of 32 bytes"}})
+	check(t, out, err, want{err: runtime.ErrArguments, words: []string{"over the size limit: 46 bytes, limit 32 bytes"}})
 	out, err = rt.Call(ctx, "echo", "echo", []byte(`{"m":"123"}`))
 	check(t, out, err, want{err: runtime.ErrLimit, words: []string{"result of 11 bytes"}})
 	// A failure wins over a result, so an oversized result it replaces is no error;
