@@ -74,9 +74,9 @@ it once and instantiates it anew for every call.
 				Value:   defaultRoot(),
 			},
 		},
-		Reader:          e.stdin,
-		Writer:          e.stdout,
-		ErrWriter:       e.stderr,
+		Reader:    e.stdin,
+		Writer:    e.stdout,
+		ErrWriter: e.stderr,
 		// Errors are printed and mapped to exit codes by Main, never here.
 		ExitErrHandler: func(context.Context, *cli.Command, error) {},
 		OnUsageError: func(_ context.Context, _ *cli.Command, err error, _ bool) error {
