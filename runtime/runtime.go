@@ -530,6 +530,10 @@ func (r *Runtime) run(ctx context.Context, c *Call, t *manifest.Tool) (err error
 		c.initializing = false
 	}
 	_, err = mod.ExportedFunction(manifest.ToolExportPrefix + t.Name).Call(ctx)
+	var exit *sys.ExitError
+	if errors.As(err, &exit) && exit.ExitCode() == 0 {
+		return nil // WASI proc_exit(0): the program ended, its outcome set
+	}
 	return err
 }
 

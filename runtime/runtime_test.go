@@ -12,6 +12,7 @@ import (
 
 	"github.com/berm-dev/berm/manifest"
 	"github.com/berm-dev/berm/runtime"
+	"github.com/berm-dev/berm/runtime/host"
 )
 
 // want is the expected outcome of a call: a result, the program's failure,
@@ -244,6 +245,19 @@ func TestImports(t *testing.T) {
 	// Without a WASI table, random_get links and traps when called.
 	out, err = rt.Call(ctx, "imports", "random", []byte(`{}`))
 	check(t, out, err, want{err: runtime.ErrTrap, words: []string{"wasi_snapshot_preview1.random_get"}})
+
+	// With the binary's WASI table: provided, and proc_exit ends a program.
+	wasi := newRuntime(t, &runtime.Options{Imports: []runtime.HostModule{host.WASI()}, ModuleConfig: host.ModuleConfig()})
+	deploy(t, wasi, "imports", "imports.wasm")
+	for tool, w := range map[string]want{
+		"random":  {result: "random ok"},
+		"exit0":   {result: "before exit"},
+		"exit3":   {err: runtime.ErrTrap, words: []string{"exited with code 3"}},
+		"missing": {err: runtime.ErrTrap, words: []string{"env.missing"}},
+	} {
+		out, err := wasi.Call(ctx, "imports", tool, []byte(`{}`))
+		check(t, out, err, w)
+	}
 }
 
 func TestHostSyscalls(t *testing.T) {

@@ -7,6 +7,7 @@
   (import "berm" "syscall" (func $sys (param i64 i32 i32) (result i64)))
   (import "env" "missing" (func $missing (param i32) (result i32)))
   (import "wasi_snapshot_preview1" "random_get" (func $random_get (param i32 i32) (result i32)))
+  (import "wasi_snapshot_preview1" "proc_exit" (func $proc_exit (param i32)))
 
   ;; random_get writes 16 bytes at $RANDOM; "errno <n>" is built at $ERRNO.
   (memory (export "memory") 1)
@@ -17,6 +18,7 @@
   (data (i32.const 0x100) "linked")              ;;  6
   (data (i32.const 0x110) "random ok")           ;;  9
   (data (i32.const 0x120) "env.missing returned") ;; 20
+  (data (i32.const 0x140) "before exit")          ;; 11
   (data (i32.const 0x500) "errno ")              ;;  6, at $ERRNO
 
   (func $result (param $ptr i32) (param $len i32)
@@ -30,6 +32,21 @@
   (func (export "berm_tool_missing")
     (drop (call $missing (i32.const 0)))
     (call $result (i32.const 0x120) (i32.const 20)))  ;; "env.missing returned"
+
+  ;; exit0: sets "before exit", then WASI proc_exit(0): the program ended, and
+  ;; its outcome is what it set.
+  (func (export "berm_tool_exit0")
+    (call $result (i32.const 0x140) (i32.const 11))
+    (call $proc_exit (i32.const 0)))
+
+  ;; exit3: proc_exit(3): a program that exits with a failing code trapped.
+  (func (export "berm_tool_exit3")
+    (call $result (i32.const 0x140) (i32.const 11))
+    (call $proc_exit (i32.const 3)))
+
+  ;; _start is never run (ABI.md): were it, every call would trap.
+  (func (export "_start")
+    unreachable)
 
   ;; random: "random ok" when random_get returns errno 0, else "errno <n>".
   (func (export "berm_tool_random")
