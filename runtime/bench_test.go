@@ -11,6 +11,7 @@ import (
 	"github.com/tetratelabs/wazero/api"
 
 	"github.com/berm-dev/berm/runtime"
+	"github.com/berm-dev/berm/runtime/host"
 )
 
 var benchArgs = []byte(`{"message":"hello"}`)
@@ -84,4 +85,47 @@ func BenchmarkBareWazero(b *testing.B) {
 			b.Fatalf("%q", st.result)
 		}
 	}
+}
+
+// BenchmarkCallGo is one call of the Go-built example's greet tool: a 3 MB
+// module whose Go runtime starts in _initialize on every call.
+func BenchmarkCallGo(b *testing.B) {
+	ctx := context.Background()
+	kv := memoryKV{}
+	rt := newRuntimeDepth(b, runtime.DefaultCallDepth, host.Syscalls(kv), &runtime.Options{
+		Imports:      []runtime.HostModule{host.WASI()},
+		ModuleConfig: host.ModuleConfig(),
+	})
+	image, err := os.ReadFile(filepath.Join("..", "examples", "hello", "hello.wasm"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	if _, err := rt.Deploy(ctx, "hello", image); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		out, err := rt.Call(ctx, "hello", "greet", []byte(`{"name":"bench"}`))
+		if err != nil || string(out.Result) != "Hello, bench!" {
+			b.Fatalf("%q, %v", out.Result, err)
+		}
+	}
+}
+
+// memoryKV is data that lasts the benchmark.
+type memoryKV map[string][]byte
+
+func (m memoryKV) Get(program string, key []byte) ([]byte, bool, error) {
+	v, ok := m[program+"\x00"+string(key)]
+	return v, ok, nil
+}
+
+func (m memoryKV) Set(program string, key, value []byte) error {
+	m[program+"\x00"+string(key)] = append([]byte(nil), value...)
+	return nil
+}
+
+func (m memoryKV) Delete(program string, key []byte) error {
+	delete(m, program+"\x00"+string(key))
+	return nil
 }
