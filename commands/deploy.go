@@ -72,18 +72,7 @@ func runDeploy(ctx context.Context, e *env, opts deployOptions, args []string) e
 	var err error
 	switch {
 	case opts.example != "" && len(args) <= 1:
-		name := opts.example
-		if len(args) == 1 {
-			name = args[0]
-		}
-		image, err := exampleImage(opts.example)
-		if err != nil {
-			return err
-		}
-		info, err = deployImage(ctx, opts, name, image, "example:"+opts.example)
-		if err != nil {
-			return err
-		}
+		info, err = deployExample(ctx, opts, args)
 	case opts.example == "" && len(args) == 2:
 		info, err = deployArg(ctx, e, opts, args[0], args[1])
 	case opts.example == "" && len(args) == 0:
@@ -102,6 +91,19 @@ func runDeploy(ctx context.Context, e *env, opts deployOptions, args []string) e
 	}
 	fmt.Fprintln(e.stdout, info.Digest)
 	return nil
+}
+
+// deployExample deploys the embedded example under its name, or [NAME].
+func deployExample(ctx context.Context, opts deployOptions, args []string) (mcpserve.ProgramInfo, error) {
+	name := opts.example
+	if len(args) == 1 {
+		name = args[0]
+	}
+	image, err := exampleImage(opts.example)
+	if err != nil {
+		return mcpserve.ProgramInfo{}, err
+	}
+	return deployImage(ctx, opts, name, image, "example:"+opts.example)
 }
 
 // deployArg deploys NAME FILE|REF.

@@ -9,18 +9,11 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/urfave/cli/v3"
-
 	"github.com/berm-dev/berm/manifest"
 	"github.com/berm-dev/berm/runtime"
 	"github.com/berm-dev/berm/runtime/host"
 	"github.com/berm-dev/berm/runtime/store"
 )
-
-// openStore opens the root that --root (or BERM_ROOT) names.
-func openStore(cmd *cli.Command) (*store.Store, error) {
-	return store.Open(cmd.String("root"))
-}
 
 // runtimeConfig is what shapes the binary's runtime.
 type runtimeConfig struct {
