@@ -89,8 +89,9 @@ type Server struct {
 	work   chan *job
 	loaded chan struct{} // closed once the first load has compiled everything
 
-	mu     sync.Mutex // serializes syncs, and guards served
+	mu     sync.Mutex // serializes syncs, and guards served and failed
 	served map[string]*program
+	failed map[string]string // name -> the digest that could not be served
 
 	gate     sync.RWMutex // draining and calls.Add happen under it, so Drain's Wait is never raced
 	draining bool
@@ -136,6 +137,7 @@ func New(rt *runtime.Runtime, st *store.Store, opts *Options) *Server {
 		work:   make(chan *job),
 		loaded: make(chan struct{}),
 		served: map[string]*program{},
+		failed: map[string]string{},
 	}
 	for range o.MaxConcurrent {
 		go s.worker()
@@ -241,13 +243,18 @@ func (s *Server) sync(ctx context.Context, compile bool) ([]*program, error) {
 		if old := s.served[d.Name]; old != nil && old.digest == d.Digest {
 			continue
 		}
+		if s.failed[d.Name] == d.Digest {
+			continue // refused already; tried again when the deployment changes
+		}
 		p, err := s.prepare(ctx, d, compile)
 		if err != nil {
 			// The old version, if any, stays served: a bad deployment can
 			// never take the server down.
 			s.log.Error("load", "program", d.Name, "digest", d.Digest, "error", err)
+			s.failed[d.Name] = d.Digest
 			continue
 		}
+		delete(s.failed, d.Name)
 		s.serve(p)
 		changed = append(changed, p)
 		s.log.Info("serve", "program", p.name, "digest", p.digest, "tools", strings.Join(p.tools, ","))

@@ -327,9 +327,17 @@ func TestUnservableDeployment(t *testing.T) {
 	if err := h.st.Deploy(store.Deployment{Name: "bad", Digest: digest}); err != nil {
 		t.Fatal(err)
 	}
+	var logs lockedBuffer
+	h.srv = mcpserve.New(h.rt, h.st, &mcpserve.Options{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 	cs := h.connect(t, nil)
-	if _, err := h.srv.Sync(context.Background()); err != nil {
-		t.Fatal(err)
+	for range 3 {
+		if _, err := h.srv.Sync(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Refused once, not at every poll.
+	if n := strings.Count(logs.String(), "msg=load"); n != 1 {
+		t.Errorf("the unservable deployment was logged %d times, want once:\n%s", n, logs.String())
 	}
 	tools, err := cs.ListTools(context.Background(), nil)
 	if err != nil || len(tools.Tools) != 1 || tools.Tools[0].Name != "echo_echo" {
