@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/berm-dev/berm/runtime"
+	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 	"oras.land/oras-go/v2/content"
 	"oras.land/oras-go/v2/errdef"
 	orasregistry "oras.land/oras-go/v2/registry"
@@ -147,6 +148,19 @@ type Image struct {
 	// Annotated is set by Inspect when ABI came from the manifest's
 	// AnnotationABI, unchecked, rather than from the layer itself.
 	Annotated bool
+}
+
+// newImage describes the image a push wrote or a pull resolved: name as
+// asked for, pinned to the manifest desc, whose one layer is layer.
+func newImage(name string, r orasregistry.Reference, desc, layer ocispec.Descriptor, title string) *Image {
+	return &Image{
+		Reference:      name,
+		Resolved:       r.Registry + "/" + r.Repository + "@" + desc.Digest.String(),
+		ManifestDigest: desc.Digest.String(),
+		Digest:         layer.Digest.String(),
+		Size:           layer.Size,
+		Title:          title,
+	}
 }
 
 // parseRef parses an OCI reference, defaulting the tag to "latest".

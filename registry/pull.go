@@ -129,14 +129,7 @@ func (c *Client) resolve(ctx context.Context, repo *remote.Repository, r orasreg
 		return nil, ocispec.Descriptor{}, nil, fmt.Errorf("%s: %w", name, err)
 	}
 	layer := m.Layers[0]
-	return &Image{
-		Reference:      name,
-		Resolved:       r.Registry + "/" + r.Repository + "@" + desc.Digest.String(),
-		ManifestDigest: desc.Digest.String(),
-		Digest:         layer.Digest.String(),
-		Size:           layer.Size,
-		Title:          layer.Annotations[ocispec.AnnotationTitle],
-	}, layer, m.Annotations, nil
+	return newImage(name, r, desc, layer, layer.Annotations[ocispec.AnnotationTitle]), layer, m.Annotations, nil
 }
 
 // checkManifest checks that raw, a manifest served as mediaType, describes a

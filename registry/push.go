@@ -141,14 +141,7 @@ func (c *Client) Push(ctx context.Context, ref string, image []byte, opts *PushO
 	if err != nil {
 		return nil, wrap(name, err)
 	}
-	return &Image{
-		Reference:      name,
-		Resolved:       r.Registry + "/" + r.Repository + "@" + desc.Digest.String(),
-		ManifestDigest: desc.Digest.String(),
-		Digest:         layer.Digest.String(),
-		Size:           layer.Size,
-		Title:          title,
-	}, nil
+	return newImage(name, r, desc, layer, title), nil
 }
 
 // pushBlob uploads data unless the repository already has it.
