@@ -3,7 +3,8 @@
 export CGO_ENABLED := 0
 GO ?= go
 
-.PHONY: build deps test test-short check bench bench-mcp fixtures examples fuzz clean
+.PHONY: build deps test test-short test-race check check-fixtures check-examples \
+	bench bench-mcp soak fixtures examples fuzz clean
 
 # Tools the tests drive, installed only when missing.
 ORAS_VERSION := v1.3.6
@@ -14,20 +15,39 @@ export PATH := $(GOBIN):$(PATH)
 build:
 	$(GO) build -o berm .
 
+# $(call apt,COMMAND,PACKAGE) installs the Debian PACKAGE when COMMAND is
+# missing, updating the package lists only when the install fails without.
+apt = command -v $(1) >/dev/null || { \
+	echo "install $(2) (Debian)"; \
+	$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(2) >/dev/null 2>&1 || \
+	{ $(SUDO) apt-get update -qq && $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(2); }; }
+
+# docker-registry serves the registry tests, gcc is the race detector's (cgo),
+# wat2wasm (wabt) rebuilds the fixtures for check-fixtures.
 deps:
-	@command -v docker-registry >/dev/null || { \
-		echo "install docker-registry (Debian)"; \
-		$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq docker-registry >/dev/null 2>&1 || \
-		{ $(SUDO) apt-get update -qq && $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq docker-registry; }; }
+	@$(call apt,docker-registry,docker-registry)
+	@$(call apt,gcc,gcc libc6-dev)
+	@$(call apt,wat2wasm,wabt)
 	@command -v oras >/dev/null || { echo "install oras $(ORAS_VERSION)"; $(GO) install oras.land/oras/cmd/oras@$(ORAS_VERSION); }
 	@test -x mcpserve/testdata/npm/node_modules/.bin/mcp-inspector || { \
 		echo "install the MCP Inspector and server-everything (npm)"; \
 		npm ci --prefix mcpserve/testdata/npm --no-audit --no-fund; }
 
-test: deps
+# test is what CI runs: the committed images against their sources, vet,
+# gofmt, every test, then the concurrent packages again under the race
+# detector.
+test: deps check-fixtures check-examples
 	$(GO) vet ./...
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || (gofmt -l $$(git ls-files '*.go'); echo "gofmt: files above need formatting"; exit 1)
 	$(GO) test -count=1 ./...
+	@$(MAKE) --no-print-directory test-race
+
+# test-race runs the packages with goroutines of their own (the server, the
+# runtime's workers and store, the service, the commands driving separate
+# processes) under the race detector, which needs cgo and so gcc.
+RACE_PACKAGES = ./mcpserve/ ./runtime/... ./internal/... ./commands/
+test-race:
+	CGO_ENABLED=1 $(GO) test -race -count=1 $(RACE_PACKAGES)
 
 test-short:
 	$(GO) test -short ./...
@@ -47,6 +67,14 @@ bench: deps
 
 bench-mcp: deps
 	bash mcpserve/testdata/bench.sh
+
+# soak drives berm serve (stdio and HTTP) with 64 concurrent MCP clients,
+# misbehaving programs among the well-behaved, and prints throughput, latency,
+# errors by kind and the server's peak memory; SOAK_FLAGS shrinks it
+# (SOAK_FLAGS='-calls 500'). See testdata/soak/README.md.
+SOAK_FLAGS ?=
+soak:
+	$(GO) run ./testdata/soak $(SOAK_FLAGS)
 
 # fuzz runs each parser of untrusted input for a minute; a crash found
 # becomes a file in the package's testdata/fuzz, a regression case from then on.

@@ -1,6 +1,8 @@
 # Example programs, included by the top-level Makefile. `make examples`
 # rebuilds every committed examples/<name>/<name>.wasm from its Go source and
-# its berm.abi.json; see examples/README.md.
+# its berm.abi.json; see examples/README.md. `make check-examples` (run by
+# `make test`) builds them into a temporary directory and fails naming each
+# committed image that differs.
 #
 # -trimpath and -buildvcs=false keep the image (and so its digest) the same
 # wherever and whenever it is built with the same Go. The name section is kept
@@ -9,11 +11,34 @@ GO ?= go
 EXAMPLES := hello
 EXAMPLE_BUILD := GOOS=wasip1 GOARCH=wasm CGO_ENABLED=0 $(GO) build -trimpath -buildvcs=false -buildmode=c-shared
 
-.PHONY: examples
+# $(call example,NAME,OUT,TMPDIR) builds examples/NAME into OUT.
+example = $(EXAMPLE_BUILD) -o "$(3)/$(1).raw.wasm" ./examples/$(1) && \
+	$(GO) run ./testdata/mkimage -o "$(2)" "$(3)/$(1).raw.wasm" examples/$(1)/berm.abi.json
+
+.PHONY: examples check-examples
 examples:
 	@set -e; tmp=$$(mktemp -d); trap 'rm -rf "$$tmp"' EXIT; \
 	for e in $(EXAMPLES); do \
 		echo "build examples/$$e/$$e.wasm"; \
-		$(EXAMPLE_BUILD) -o "$$tmp/$$e.wasm" ./examples/$$e; \
-		$(GO) run ./testdata/mkimage -o examples/$$e/$$e.wasm "$$tmp/$$e.wasm" examples/$$e/berm.abi.json; \
+		$(call example,$$e,examples/$$e/$$e.wasm,$$tmp); \
 	done
+
+# The same sources build the same bytes only with the same Go: an image built
+# by another Go than this one is not compared (it says so), since CI may run a
+# newer patch release than the one the image was built with. (`go version`
+# cannot read a wasm binary's build info; the runtime's version string is in
+# its data.)
+check-examples:
+	@set -e; tmp=$$(mktemp -d); trap 'rm -rf "$$tmp"' EXIT; \
+	have=$$($(GO) env GOVERSION); bad=0; \
+	for e in $(EXAMPLES); do \
+		f=examples/$$e/$$e.wasm; \
+		built=$$(grep -a -o 'go1\.[0-9][0-9.]*[0-9]' "$$f" | head -n 1); \
+		if [ "$$built" != "$$have" ]; then \
+			echo "check-examples: $$f was built with $$built, this is $$have: not compared"; continue; \
+		fi; \
+		$(call example,$$e,$$tmp/$$e.wasm,$$tmp); \
+		if cmp -s "$$f" "$$tmp/$$e.wasm"; then echo "check-examples: $$f matches its sources"; \
+		else echo "check-examples: $$f differs from what ./examples/$$e builds to (make examples)"; bad=1; fi; \
+	done; \
+	exit $$bad

@@ -31,6 +31,7 @@ var want = map[string]error{
 	"init.wasm":         nil,
 	"init_syscall.wasm": nil,
 	"imports.wasm":      nil,
+	"maxmem.wasm":       nil,
 
 	"broken/not_wasm.wasm":            manifest.ErrNotModule,
 	"broken/component.wasm":           manifest.ErrNotModule,
