@@ -32,6 +32,12 @@ func Check(name string, m *manifest.Manifest, naming Naming) error {
 	return nil
 }
 
+// Checker is Check for a service's Options.Check: what the server under
+// naming could not serve is refused at deploy.
+func Checker(naming Naming) func(name string, m *manifest.Manifest) error {
+	return func(name string, m *manifest.Manifest) error { return Check(name, m, naming) }
+}
+
 func refuseAll(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 	return nil, errors.New("unreachable")
 }

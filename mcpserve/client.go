@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"strings"
 
+	"github.com/berm-dev/berm/internal/service"
 	"github.com/berm-dev/berm/manifest"
 	"github.com/berm-dev/berm/runtime"
 	"github.com/berm-dev/berm/runtime/store"
@@ -41,8 +42,8 @@ func NewClient(base, token string) (*Client, error) {
 }
 
 // Deploy uploads an image to be deployed under name.
-func (c *Client) Deploy(ctx context.Context, name string, image []byte, source string) (ProgramInfo, error) {
-	var info ProgramInfo
+func (c *Client) Deploy(ctx context.Context, name string, image []byte, source string) (service.Info, error) {
+	var info service.Info
 	q := url.Values{}
 	if source != "" {
 		q.Set("source", source)
@@ -53,8 +54,8 @@ func (c *Client) Deploy(ctx context.Context, name string, image []byte, source s
 
 // DeployRef asks the server to pull ref, with its own credentials, and
 // deploy it under name.
-func (c *Client) DeployRef(ctx context.Context, name, ref string) (ProgramInfo, error) {
-	var info ProgramInfo
+func (c *Client) DeployRef(ctx context.Context, name, ref string) (service.Info, error) {
+	var info service.Info
 	body, err := json.Marshal(deployRequest{Ref: ref})
 	if err != nil {
 		return info, err
@@ -64,15 +65,15 @@ func (c *Client) DeployRef(ctx context.Context, name, ref string) (ProgramInfo, 
 }
 
 // List lists the server's deployments.
-func (c *Client) List(ctx context.Context) ([]ProgramInfo, error) {
-	var list []ProgramInfo
+func (c *Client) List(ctx context.Context) ([]service.Info, error) {
+	var list []service.Info
 	err := c.do(ctx, http.MethodGet, "/v1/programs", nil, nil, "", &list)
 	return list, err
 }
 
 // Inspect returns the details of the program deployed under name.
-func (c *Client) Inspect(ctx context.Context, name string) (Details, error) {
-	var d Details
+func (c *Client) Inspect(ctx context.Context, name string) (service.Details, error) {
+	var d service.Details
 	err := c.do(ctx, http.MethodGet, "/v1/programs/"+url.PathEscape(name), nil, nil, "", &d)
 	return d, err
 }

@@ -34,12 +34,7 @@ func TestGoldenTranscripts(t *testing.T) {
 			h := newHarness(t, runtime.Limits{Deadline: 300 * time.Millisecond}, &mcpserve.Options{Version: "test"})
 			h.deploy(t, "core", "core.wasm")
 			h.deploy(t, "echo", "echo.wasm")
-			ctx, cancel := context.WithCancel(context.Background())
-			defer cancel()
-			if err := h.srv.Load(ctx); err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { <-h.srv.Ready() }) // the compiles write under t's directory
+			h.start(t)
 			requests, err := os.ReadFile(in)
 			if err != nil {
 				t.Fatal(err)

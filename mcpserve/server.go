@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"sort"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -16,9 +15,9 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/berm-dev/berm/internal/service"
 	"github.com/berm-dev/berm/manifest"
 	"github.com/berm-dev/berm/runtime"
-	"github.com/berm-dev/berm/runtime/store"
 )
 
 // Naming is how a tool's served name is formed.
@@ -53,7 +52,6 @@ const (
 // Defaults of Options.
 const (
 	DefaultMaxConcurrent = 32
-	DefaultPollInterval  = 250 * time.Millisecond
 )
 
 // Options configure a Server. Zero values take defaults.
@@ -61,9 +59,6 @@ type Options struct {
 	Naming Naming
 	// MaxConcurrent bounds the calls that run at once; past it calls wait.
 	MaxConcurrent int
-	// PollInterval is how often the store is checked for deployments made by
-	// other processes.
-	PollInterval time.Duration
 	// Logger receives a record of each call and each berm.log line.
 	Logger *slog.Logger
 	// Version is the server's version in the MCP handshake.
@@ -78,50 +73,40 @@ type Puller interface {
 	Pull(ctx context.Context, ref string) (image []byte, source string, err error)
 }
 
-// Server serves every program deployed in a store as MCP tools, running
-// calls through a runtime.
+// Server serves every program a service deploys as MCP tools. It is an
+// adapter: deployments, the store and the runtime's programs are the
+// service's; the server turns its changes into tools and runs calls.
 type Server struct {
-	rt     *runtime.Runtime
-	st     *store.Store
-	opts   Options
-	log    *slog.Logger
-	mcp    *mcp.Server
-	work   chan *job
-	loaded chan struct{} // closed once the first load has compiled everything
+	svc     *service.Service
+	rt      *runtime.Runtime
+	opts    Options
+	log     *slog.Logger
+	mcp     *mcp.Server
+	work    chan *job
+	workers sync.WaitGroup
 
-	mu     sync.Mutex // serializes syncs, and guards served and failed
-	served map[string]*program
-	failed map[string]string // name -> the digest that could not be served
+	mu    sync.Mutex          // guards tools
+	tools map[string][]string // program -> its served tool names
 
 	gate     sync.RWMutex // draining and calls.Add happen under it, so Drain's Wait is never raced
 	draining bool
 	calls    sync.WaitGroup
 	inflight atomic.Int64
 	owed     atomic.Int64 // requests read whose response is not yet written
-}
-
-// program is a deployment as it is served.
-type program struct {
-	name     string
-	digest   string
-	manifest *manifest.Manifest
-	tools    []string // served names
+	closed   sync.Once
 }
 
 type sessionKey struct{}
 
-// New returns a server over rt and st; call Load to serve what st holds. The
-// runtime's Options.Log should forward to the server's Log.
-func New(rt *runtime.Runtime, st *store.Store, opts *Options) *Server {
+// New returns a server of what svc deploys; Start serves it. The runtime's
+// Options.Log should forward to the server's Log. Close releases it.
+func New(svc *service.Service, opts *Options) *Server {
 	o := Options{}
 	if opts != nil {
 		o = *opts
 	}
 	if o.MaxConcurrent <= 0 {
 		o.MaxConcurrent = DefaultMaxConcurrent
-	}
-	if o.PollInterval <= 0 {
-		o.PollInterval = DefaultPollInterval
 	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
@@ -130,15 +115,14 @@ func New(rt *runtime.Runtime, st *store.Store, opts *Options) *Server {
 		o.Version = "devel"
 	}
 	s := &Server{
-		rt:     rt,
-		st:     st,
-		opts:   o,
-		log:    o.Logger,
-		work:   make(chan *job),
-		loaded: make(chan struct{}),
-		served: map[string]*program{},
-		failed: map[string]string{},
+		svc:   svc,
+		rt:    svc.Runtime(),
+		opts:  o,
+		log:   o.Logger,
+		work:  make(chan *job),
+		tools: map[string][]string{},
 	}
+	s.workers.Add(o.MaxConcurrent)
 	for range o.MaxConcurrent {
 		go s.worker()
 	}
@@ -173,170 +157,79 @@ func New(rt *runtime.Runtime, st *store.Store, opts *Options) *Server {
 // MCP is the underlying MCP server, for transports.
 func (s *Server) MCP() *mcp.Server { return s.mcp }
 
-// Load serves what the store holds. The tools are listed at once, from the
-// manifests; the programs compile (from the cache, normally) in the
-// background, and calls wait for that.
-func (s *Server) Load(ctx context.Context) error {
-	pending, err := s.sync(ctx, false)
-	if err != nil {
+// Start serves what the service deploys: the tools are listed at once, from
+// the manifests, while the programs compile (from the cache, normally) in the
+// background, and calls wait for that. Deployments from other processes are
+// served, replaced or dropped within a second from then on.
+func (s *Server) Start(ctx context.Context) error {
+	if err := s.svc.Start(ctx, s.apply); err != nil {
 		return err
 	}
-	if len(pending) == 0 {
+	if len(s.svc.Served()) == 0 {
 		s.log.Warn("no programs deployed: serving no tools until one is (try berm deploy --example hello)")
 	}
-	go func() {
-		defer close(s.loaded)
-		for _, p := range pending {
-			if ctx.Err() != nil {
-				return // shutting down
-			}
-			if err := s.deploy(ctx, p.name, p.digest); err != nil {
-				s.log.Error("compile", "program", p.name, "digest", p.digest, "error", err)
-			}
-		}
-	}()
 	return nil
 }
 
-// Ready is closed once the programs Load found are compiled and callable.
-func (s *Server) Ready() <-chan struct{} { return s.loaded }
+// Ready is closed once the programs Start found are compiled and callable.
+func (s *Server) Ready() <-chan struct{} { return s.svc.Loaded() }
 
-// Watch brings the served tools in line with the store every PollInterval,
-// so that deployments from other processes are served, replaced or dropped
-// within a second, until ctx is done.
-func (s *Server) Watch(ctx context.Context) {
-	t := time.NewTicker(s.opts.PollInterval)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			if _, err := s.Sync(ctx); err != nil {
-				s.log.Error("sync", "error", err)
-			}
-		}
+// Close stops taking calls, waits for those in flight (until ctx is done),
+// then stops every goroutine the server and its service started. Close the
+// runtime after it.
+func (s *Server) Close(ctx context.Context) error {
+	err := s.Drain(ctx)
+	s.closed.Do(func() {
+		close(s.work)
+		s.workers.Wait()
+	})
+	if cerr := s.svc.Close(ctx); err == nil {
+		err = cerr
 	}
-}
-
-// Sync brings the served tools in line with the store now, and reports
-// whether anything changed.
-func (s *Server) Sync(ctx context.Context) (bool, error) {
-	changed, err := s.sync(ctx, true)
-	return len(changed) > 0, err
-}
-
-// sync compares the store with what is served and applies the difference.
-// With compile false it only reads manifests, returning the programs whose
-// compile is left to the caller.
-func (s *Server) sync(ctx context.Context, compile bool) ([]*program, error) {
-	deployments, err := s.st.Deployments()
-	if err != nil {
-		return nil, err
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	var changed []*program
-	seen := map[string]bool{}
-	for _, d := range deployments {
-		seen[d.Name] = true
-		if old := s.served[d.Name]; old != nil && old.digest == d.Digest {
-			continue
-		}
-		if s.failed[d.Name] == d.Digest {
-			continue // refused already; tried again when the deployment changes
-		}
-		p, err := s.prepare(ctx, d, compile)
-		if err != nil {
-			// The old version, if any, stays served: a bad deployment can
-			// never take the server down.
-			s.log.Error("load", "program", d.Name, "digest", d.Digest, "error", err)
-			s.failed[d.Name] = d.Digest
-			continue
-		}
-		delete(s.failed, d.Name)
-		s.serve(p)
-		changed = append(changed, p)
-		s.log.Info("serve", "program", p.name, "digest", p.digest, "tools", strings.Join(p.tools, ","))
-	}
-	for name, p := range s.served {
-		if !seen[name] {
-			s.unserve(p)
-			s.rt.Remove(name)
-			changed = append(changed, p)
-			s.log.Info("unserve", "program", name)
-		}
-	}
-	return changed, nil
-}
-
-// prepare reads a deployment's image and manifest and, with compile, deploys
-// it into the runtime, so that a listed tool is always callable.
-func (s *Server) prepare(ctx context.Context, d store.Deployment, compile bool) (*program, error) {
-	image, err := s.st.Image(d.Digest)
-	if err != nil {
-		return nil, err
-	}
-	m, err := manifest.Read(image)
-	if err != nil {
-		return nil, err
-	}
-	if err := Check(d.Name, m, s.opts.Naming); err != nil {
-		return nil, err
-	}
-	if compile {
-		if _, err := s.rt.Deploy(ctx, d.Name, image); err != nil {
-			return nil, err
-		}
-	}
-	return &program{name: d.Name, digest: d.Digest, manifest: m}, nil
-}
-
-func (s *Server) deploy(ctx context.Context, name, digest string) error {
-	image, err := s.st.Image(digest)
-	if err != nil {
-		return err
-	}
-	_, err = s.rt.Deploy(ctx, name, image)
 	return err
 }
 
-// serve registers a program's tools and usage, replacing what it had.
-func (s *Server) serve(p *program) {
-	old := s.served[p.name]
+// apply turns one change of the service into tools: the service calls it in
+// order, never two at once.
+func (s *Server) apply(c service.Change) {
+	if c.Served == nil {
+		s.mu.Lock()
+		gone := s.tools[c.Removed]
+		delete(s.tools, c.Removed)
+		s.mu.Unlock()
+		s.mcp.RemoveTools(gone...)
+		s.mcp.RemoveResources(usageURI(c.Removed))
+		return
+	}
+	p := c.Served
 	keep := map[string]bool{}
-	for _, t := range p.manifest.Tools {
-		served := s.opts.Naming.Name(p.name, t.Name)
-		tool := mcpTool(served, p.manifest, t)
-		if err := addTool(s.mcp, tool, s.handler(p.name, t.Name)); err != nil {
-			s.log.Error("serve", "program", p.name, "tool", served, "error", err)
+	var served []string
+	for _, t := range p.Manifest.Tools {
+		name := s.opts.Naming.Name(p.Name, t.Name)
+		if err := addTool(s.mcp, mcpTool(name, p.Manifest, t), s.handler(p.Name, t.Name)); err != nil {
+			s.log.Error("serve", "program", p.Name, "tool", name, "error", err)
 			continue
 		}
-		keep[served] = true
-		p.tools = append(p.tools, served)
+		keep[name] = true
+		served = append(served, name)
 	}
-	if old != nil {
-		var gone []string
-		for _, t := range old.tools {
-			if !keep[t] {
-				gone = append(gone, t)
-			}
+	s.mu.Lock()
+	old := s.tools[p.Name]
+	s.tools[p.Name] = served
+	s.mu.Unlock()
+	var gone []string
+	for _, t := range old {
+		if !keep[t] {
+			gone = append(gone, t)
 		}
-		s.mcp.RemoveTools(gone...)
 	}
+	s.mcp.RemoveTools(gone...)
 	s.mcp.AddResource(&mcp.Resource{
-		URI:         usageURI(p.name),
-		Name:        p.name + " usage",
-		Description: "When to reach for the tools of " + p.name,
+		URI:         usageURI(p.Name),
+		Name:        p.Name + " usage",
+		Description: "When to reach for the tools of " + p.Name,
 		MIMEType:    "text/markdown",
 	}, s.readUsage)
-	s.served[p.name] = p
-}
-
-func (s *Server) unserve(p *program) {
-	s.mcp.RemoveTools(p.tools...)
-	s.mcp.RemoveResources(usageURI(p.name))
-	delete(s.served, p.name)
 }
 
 // Programs lists the served programs and their served tool names.
@@ -344,8 +237,8 @@ func (s *Server) Programs() map[string][]string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	out := map[string][]string{}
-	for name, p := range s.served {
-		out[name] = append([]string(nil), p.tools...)
+	for name, tools := range s.tools {
+		out[name] = append([]string(nil), tools...)
 	}
 	return out
 }
@@ -384,17 +277,13 @@ func firstParagraph(s string, max int) string {
 // instructions is what the server tells a connecting client: how tools are
 // named and, within Claude Code's 2 KB, what each program is for.
 func (s *Server) instructions() string {
-	s.mu.Lock()
-	names := make([]string, 0, len(s.served))
-	for name := range s.served {
-		names = append(names, name)
-	}
-	sort.Strings(names)
+	served := s.svc.Served()
+	names := make([]string, 0, len(served))
 	usage := map[string]string{}
-	for _, name := range names {
-		usage[name] = firstParagraph(s.served[name].manifest.Usage, 200)
+	for _, p := range served {
+		names = append(names, p.Name)
+		usage[p.Name] = firstParagraph(p.Manifest.Usage, 200)
 	}
-	s.mu.Unlock()
 	const budget = 2000
 	var b strings.Builder
 	sep := "_"
@@ -426,14 +315,15 @@ func (s *Server) readUsage(_ context.Context, req *mcp.ReadResourceRequest) (*mc
 	if ok {
 		name, ok = strings.CutSuffix(name, "/usage")
 	}
-	s.mu.Lock()
-	p := s.served[name]
-	s.mu.Unlock()
-	if !ok || p == nil {
+	var p *service.Program
+	if ok {
+		p = s.svc.Program(name)
+	}
+	if p == nil {
 		return nil, mcp.ResourceNotFoundError(uri)
 	}
 	return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{
-		URI: uri, MIMEType: "text/markdown", Text: p.manifest.Usage,
+		URI: uri, MIMEType: "text/markdown", Text: p.Manifest.Usage,
 	}}}, nil
 }
 
@@ -446,10 +336,8 @@ func (s *Server) handler(program, tool string) mcp.ToolHandler {
 		defer s.calls.Done()
 		s.inflight.Add(1)
 		defer s.inflight.Add(-1)
-		select {
-		case <-s.loaded:
-		case <-ctx.Done():
-			return nil, ctx.Err()
+		if err := s.svc.Ready(ctx, program); err != nil {
+			return nil, err
 		}
 		args := []byte(req.Params.Arguments)
 		if len(args) == 0 || string(args) == "null" {
@@ -483,6 +371,7 @@ type job struct {
 // request on a fresh goroutine, whose stack the deep path into wazero would
 // regrow on every call; a worker's stack has grown once.
 func (s *Server) worker() {
+	defer s.workers.Done()
 	for j := range s.work {
 		start := time.Now()
 		j.out, j.err = s.rt.Call(j.ctx, j.program, j.tool, j.args)

@@ -16,6 +16,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/berm-dev/berm/internal/service"
 	"github.com/berm-dev/berm/manifest"
 	"github.com/berm-dev/berm/mcpserve"
 	"github.com/berm-dev/berm/runtime"
@@ -30,6 +31,7 @@ const legacy = "2025-11-25"
 type harness struct {
 	st  *store.Store
 	rt  *runtime.Runtime
+	svc *service.Service
 	srv *mcpserve.Server
 }
 
@@ -52,11 +54,36 @@ func newHarness(t *testing.T, limits runtime.Limits, opts *mcpserve.Options) *ha
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { h.rt.Close(ctx) })
-	if opts == nil {
-		opts = &mcpserve.Options{PollInterval: 50 * time.Millisecond}
-	}
-	h.srv = mcpserve.New(h.rt, st, opts)
+	h.build(opts)
 	return h
+}
+
+// build makes the harness's service and server anew, polling the store often.
+func (h *harness) build(opts *mcpserve.Options) {
+	if opts == nil {
+		opts = &mcpserve.Options{}
+	}
+	h.svc = service.New(h.rt, h.st, &service.Options{
+		Check:        mcpserve.Checker(opts.Naming),
+		Logger:       opts.Logger,
+		PollInterval: 50 * time.Millisecond,
+	})
+	h.srv = mcpserve.New(h.svc, opts)
+}
+
+// start serves what the store holds until the test ends; the server is
+// closed (every goroutine stopped) before the runtime.
+func (h *harness) start(t *testing.T) {
+	t.Helper()
+	ctx := context.Background()
+	if err := h.srv.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := h.srv.Close(ctx); err != nil {
+			t.Errorf("close: %v", err)
+		}
+	})
 }
 
 // deploy deploys a fixture as berm deploy does, through another runtime (as
@@ -73,7 +100,8 @@ func (h *harness) deploy(t *testing.T, name, file string) {
 		t.Fatal(err)
 	}
 	defer other.Close(ctx)
-	if _, err := mcpserve.Deploy(ctx, other, h.st, name, image, file, mcpserve.Underscore); err != nil {
+	svc := service.New(other, h.st, &service.Options{Check: mcpserve.Checker(mcpserve.Underscore)})
+	if _, err := svc.Deploy(ctx, name, image, file); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -83,11 +111,7 @@ func (h *harness) connect(t *testing.T, copts *mcp.ClientOptions) *mcp.ClientSes
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
-	if err := h.srv.Load(ctx); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { <-h.srv.Ready() }) // the compiles write under t's directory
-	go h.srv.Watch(ctx)
+	h.start(t)
 	st, ct := mcp.NewInMemoryTransports()
 	go h.srv.MCP().Run(ctx, st)
 	client := mcp.NewClient(&mcp.Implementation{Name: "test"}, copts)
@@ -240,7 +264,7 @@ func TestNothingDeployed(t *testing.T) {
 	if err != nil || len(tools.Tools) != 0 {
 		t.Fatalf("tools = %+v, %v", tools, err)
 	}
-	if list, _ := h.st.Deployments(); len(list) != 0 {
+	if list, _, _ := h.st.Deployments(); len(list) != 0 {
 		t.Fatal("serve deployed something by itself")
 	}
 }
@@ -320,7 +344,7 @@ func TestUnservableDeployment(t *testing.T) {
 	if err := mcpserve.Check("bad", m, mcpserve.Underscore); !errors.Is(err, mcpserve.ErrUnservable) {
 		t.Fatalf("Check = %v, want ErrUnservable", err)
 	}
-	if _, err := mcpserve.Deploy(context.Background(), h.rt, h.st, "bad", image, "", mcpserve.Underscore); !errors.Is(err, mcpserve.ErrUnservable) {
+	if _, err := h.svc.Deploy(context.Background(), "bad", image, ""); !errors.Is(err, mcpserve.ErrUnservable) {
 		t.Fatalf("Deploy = %v, want ErrUnservable", err)
 	}
 	digest, _ := h.st.PutImage(image)
@@ -328,10 +352,10 @@ func TestUnservableDeployment(t *testing.T) {
 		t.Fatal(err)
 	}
 	var logs lockedBuffer
-	h.srv = mcpserve.New(h.rt, h.st, &mcpserve.Options{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	h.build(&mcpserve.Options{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 	cs := h.connect(t, nil)
 	for range 3 {
-		if _, err := h.srv.Sync(context.Background()); err != nil {
+		if err := h.svc.Sync(context.Background()); err != nil {
 			t.Fatal(err)
 		}
 	}
