@@ -251,3 +251,33 @@ func TestCloseLeavesNoGoroutines(t *testing.T) {
 		t.Fatalf("%d goroutines left behind:\n%s", n-before, buf[:goruntime.Stack(buf, true)])
 	}
 }
+
+// Closing the service, then the runtime, while the first load still compiles
+// never lets a compile outlive the runtime (it once panicked in wazero's store
+// about one run in fifty).
+func TestCloseDuringFirstCompile(t *testing.T) {
+	e := newEnv(t)
+	e.record(t, "echo", fixture(t, "testdata/echo.wasm"))
+	e.record(t, "core", fixture(t, "testdata/core.wasm"))
+	for range 50 {
+		rt, err := runtime.New(context.Background(), runtime.DefaultCallDepth, nil, nil) // no cache: every compile is real
+		if err != nil {
+			t.Fatal(err)
+		}
+		svc := service.New(rt, e.st, nil)
+		if err := svc.Start(context.Background(), nil); err != nil {
+			t.Fatal(err)
+		}
+		if err := svc.Close(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		if err := rt.Close(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case <-svc.Loaded():
+		default:
+			t.Fatal("Close returned before the first load's compiles ended")
+		}
+	}
+}
