@@ -1,6 +1,10 @@
 package manifest
 
-import "encoding/binary"
+import (
+	"fmt"
+
+	"github.com/berm-dev/berm/internal/wasmbin"
+)
 
 // Attach returns module with payload as its only .berm.abi section, after
 // every other section. The payload is not checked: Read is what checks an image.
@@ -14,23 +18,20 @@ func Attach(module, payload []byte) ([]byte, error) {
 
 // Strip returns a copy of module without its .berm.abi sections.
 func Strip(module []byte) ([]byte, error) {
-	if len(module) < 8 || string(module[:4]) != "\x00asm" {
+	if len(module) < len(wasmbin.Header) || string(module[:4]) != wasmbin.Magic {
 		return nil, ErrNotModule
 	}
-	out := append([]byte(nil), module[:8]...)
-	r := &reader{b: module, off: 8}
-	for r.left() > 0 {
-		start := r.off
-		id, body, err := r.section()
+	out := append([]byte(nil), module[:len(wasmbin.Header)]...)
+	for sec, err := range wasmbin.Sections(module) {
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("%v: %w", err, ErrMalformed)
 		}
-		if id == 0 {
-			if name, err := (&reader{b: body}).name(); err == nil && name == sectionName {
+		if sec.ID == wasmbin.SectionCustom {
+			if name, _, err := customSection(sec.Payload); err == nil && name == sectionName {
 				continue
 			}
 		}
-		out = append(out, module[start:r.off]...)
+		out = append(out, module[sec.Start:sec.End]...)
 	}
 	return out, nil
 }
@@ -38,10 +39,6 @@ func Strip(module []byte) ([]byte, error) {
 // AppendSection appends one .berm.abi custom section holding payload, keeping
 // any the module has (which Read then refuses as duplicated).
 func AppendSection(module, payload []byte) []byte {
-	body := binary.AppendUvarint(nil, uint64(len(sectionName)))
-	body = append(body, sectionName...)
-	out := append(append([]byte(nil), module...), 0)
-	out = binary.AppendUvarint(out, uint64(len(body)+len(payload)))
-	out = append(out, body...)
-	return append(out, payload...)
+	body := append(wasmbin.AppendName(nil, sectionName), payload...)
+	return wasmbin.AppendSection(append([]byte(nil), module...), wasmbin.SectionCustom, body)
 }

@@ -11,6 +11,11 @@ import (
 // ABIVersion is the version of ABI.md this package reads.
 const ABIVersion = 0
 
+// DefaultMaxImage bounds an image's size wherever one arrives: a file, a
+// registry, a request body. It lives here, beside the reader of images, so
+// that every package taking images in can share it.
+const DefaultMaxImage = 64 << 20
+
 // Manifest is what an image says of itself, read from its bytes alone.
 type Manifest struct {
 	// Usage is the program's own words on when to reach for it (Markdown).

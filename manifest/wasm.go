@@ -3,7 +3,8 @@ package manifest
 import (
 	"errors"
 	"fmt"
-	"unicode/utf8"
+
+	"github.com/berm-dev/berm/internal/wasmbin"
 )
 
 // ValueType is a WebAssembly value type, by its binary encoding.
@@ -157,188 +158,66 @@ type module struct {
 
 const sectionName = ".berm.abi"
 
-var errEOF = errors.New("unexpected end")
-
-// reader walks a byte slice; every read is bounds-checked so that no input can
-// make it panic, and every loop is bounded by the bytes left, so none can hang it.
-type reader struct {
-	b   []byte
-	off int
-}
-
-func (r *reader) left() int { return len(r.b) - r.off }
-
-func (r *reader) byte() (byte, error) {
-	if r.off >= len(r.b) {
-		return 0, errEOF
-	}
-	c := r.b[r.off]
-	r.off++
-	return c, nil
-}
-
-func (r *reader) bytes(n uint64) ([]byte, error) {
-	if n > uint64(r.left()) {
-		return nil, errEOF
-	}
-	b := r.b[r.off : r.off+int(n)]
-	r.off += int(n)
-	return b, nil
-}
-
-func (r *reader) uleb(maxBits uint) (uint64, error) {
-	var v uint64
-	for shift := uint(0); ; shift += 7 {
-		c, err := r.byte()
-		if err != nil {
-			return 0, err
-		}
-		if shift >= maxBits || (shift+7 > maxBits && uint64(c&0x7f)>>(maxBits-shift) != 0) {
-			return 0, errors.New("integer too large")
-		}
-		v |= uint64(c&0x7f) << shift
-		if c&0x80 == 0 {
-			return v, nil
-		}
-	}
-}
-
-func (r *reader) u32() (uint32, error) {
-	v, err := r.uleb(32)
-	return uint32(v), err
-}
-
-// count reads a vector length and rejects one that cannot fit in what is left,
-// given that each element takes at least one byte.
-func (r *reader) count() (int, error) {
-	n, err := r.u32()
-	if err != nil {
-		return 0, err
-	}
-	if uint64(n) > uint64(r.left()) {
-		return 0, errEOF
-	}
-	return int(n), nil
-}
-
-func (r *reader) name() (string, error) {
-	n, err := r.u32()
-	if err != nil {
-		return "", err
-	}
-	b, err := r.bytes(uint64(n))
-	if err != nil {
-		return "", err
-	}
-	if !utf8.Valid(b) {
-		return "", errors.New("name is not UTF-8")
-	}
-	return string(b), nil
-}
-
-func (r *reader) valueType() (ValueType, error) {
-	c, err := r.byte()
-	if err != nil {
-		return 0, err
-	}
-	switch t := ValueType(c); t {
-	case I32, I64, F32, F64, V128, FuncRef, ExternRef:
-		return t, nil
-	}
-	return 0, fmt.Errorf("unsupported value type 0x%02x", c)
-}
-
-// limits reads a table or memory limits and returns the minimum.
-func (r *reader) limits() (uint64, error) {
-	flags, err := r.byte()
-	if err != nil {
-		return 0, err
-	}
-	if flags > 0x07 {
-		return 0, fmt.Errorf("bad limits flags 0x%02x", flags)
-	}
-	bits := uint(32)
-	if flags&0x04 != 0 {
-		bits = 64
-	}
-	min, err := r.uleb(bits)
-	if err != nil {
-		return 0, err
-	}
-	if flags&0x01 != 0 {
-		if _, err := r.uleb(bits); err != nil {
-			return 0, err
-		}
-	}
-	return min, nil
-}
-
-// parseModule reads the sections of a module that the ABI speaks of.
+// parseModule reads the sections of a module that the ABI speaks of. Each
+// refusal names the section at fault, and the first problem in it.
 func parseModule(b []byte) (*module, error) {
-	if len(b) < 8 || string(b[:4]) != "\x00asm" {
+	if len(b) < len(wasmbin.Header) || string(b[:4]) != wasmbin.Magic {
 		return nil, ErrNotModule
 	}
-	if string(b[4:8]) != "\x01\x00\x00\x00" {
+	if string(b[4:8]) != wasmbin.Version {
 		// A component or a future binary format: not a core module of version 1.
 		return nil, fmt.Errorf("binary version %x: %w", b[4:8], ErrNotModule)
 	}
 	m := &module{imports: []Import{}, exports: []Export{}}
 	var types []FuncType
 	var funcs []uint32 // type index of every function, imported ones first
-	r := &reader{b: b, off: 8}
 	lastRank := 0
-	for r.left() > 0 {
-		id, body, err := r.section()
+	for sec, err := range wasmbin.Sections(b) {
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("%v: %w", err, ErrMalformed)
 		}
-		if id != 0 {
-			rank := sectionRank(id)
+		if sec.ID != wasmbin.SectionCustom {
+			rank := sectionRank(sec.ID)
 			if rank == 0 {
-				return nil, malformed(fmt.Sprintf("section %d", id), errors.New("unknown section id"))
+				return nil, malformed(fmt.Sprintf("section %d", sec.ID), errors.New("unknown section id"))
 			}
 			if rank <= lastRank {
-				return nil, malformed(fmt.Sprintf("section %d", id), errors.New("out of order or repeated"))
+				return nil, malformed(fmt.Sprintf("section %d", sec.ID), errors.New("out of order or repeated"))
 			}
 			lastRank = rank
 		}
-		s := &reader{b: body}
-		switch id {
-		case 0:
-			name, err := s.name()
+		s := wasmbin.NewReader(sec.Payload)
+		switch sec.ID {
+		case wasmbin.SectionCustom:
+			name, contents, err := customSection(sec.Payload)
 			if err != nil {
 				return nil, malformed("custom section", err)
 			}
 			if name == sectionName {
-				m.manifests = append(m.manifests, body[s.off:])
+				m.manifests = append(m.manifests, contents)
 			}
-		case 1:
+		case wasmbin.SectionType:
 			if types, err = parseTypes(s); err != nil {
 				return nil, malformed("type section", err)
 			}
-		case 2:
+		case wasmbin.SectionImport:
 			if err := parseImports(s, m, types, &funcs); err != nil {
 				return nil, malformed("import section", err)
 			}
-		case 3:
-			n, err := s.count()
-			if err != nil {
-				return nil, malformed("function section", err)
-			}
-			for range n {
-				t, err := s.u32()
-				if err != nil {
-					return nil, malformed("function section", err)
+		case wasmbin.SectionFunction:
+			for range s.Count() {
+				t := s.U32()
+				if s.Err() != nil {
+					break
 				}
 				funcs = append(funcs, t)
 			}
-		case 5:
-			n, err := s.count()
-			if err != nil {
-				return nil, malformed("memory section", err)
+			if err := s.Err(); err != nil {
+				return nil, malformed("function section", err)
 			}
-			for i := range n {
-				min, err := s.limits()
+		case wasmbin.SectionMemory:
+			for i := range s.Count() {
+				min, err := limits(s)
 				if err != nil {
 					return nil, malformed("memory section", err)
 				}
@@ -346,7 +225,10 @@ func parseModule(b []byte) (*module, error) {
 					m.memoryPages, m.hasMemory = min, true
 				}
 			}
-		case 7:
+			if err := s.Err(); err != nil {
+				return nil, malformed("memory section", err)
+			}
+		case wasmbin.SectionExport:
 			if err := parseExports(s, m, types, funcs); err != nil {
 				return nil, malformed("export section", err)
 			}
@@ -355,19 +237,12 @@ func parseModule(b []byte) (*module, error) {
 	return m, nil
 }
 
-// section reads one section's id and body.
-func (r *reader) section() (id byte, body []byte, err error) {
-	if id, err = r.byte(); err != nil {
-		return 0, nil, malformed("section header", err)
-	}
-	size, err := r.u32()
-	if err != nil {
-		return 0, nil, malformed("section header", err)
-	}
-	if body, err = r.bytes(uint64(size)); err != nil {
-		return 0, nil, malformed(fmt.Sprintf("section %d", id), err)
-	}
-	return id, body, nil
+// customSection splits a custom section's payload into its name and what
+// follows it.
+func customSection(payload []byte) (name string, contents []byte, err error) {
+	r := wasmbin.NewReader(payload)
+	name = r.Name()
+	return name, payload[r.Offset():], r.Err()
 }
 
 // sectionRank orders the known non-custom sections as the binary format requires
@@ -392,28 +267,59 @@ func malformed(where string, err error) error {
 	return fmt.Errorf("%s: %v: %w", where, err, ErrMalformed)
 }
 
-func parseTypes(s *reader) ([]FuncType, error) {
-	n, err := s.count()
-	if err != nil {
-		return nil, err
+// The parsers below read with a wasmbin.Reader, whose first failure sticks:
+// each checks it before refusing a value, so the refusal names the first
+// problem, as a reader stopping at once would.
+
+func valueType(s *wasmbin.Reader) (ValueType, error) {
+	c := s.Byte()
+	if err := s.Err(); err != nil {
+		return 0, err
 	}
+	switch t := ValueType(c); t {
+	case I32, I64, F32, F64, V128, FuncRef, ExternRef:
+		return t, nil
+	}
+	return 0, fmt.Errorf("unsupported value type 0x%02x", c)
+}
+
+// limits reads a table or memory limits and returns the minimum.
+func limits(s *wasmbin.Reader) (uint64, error) {
+	flags := s.Byte()
+	if err := s.Err(); err != nil {
+		return 0, err
+	}
+	if flags > 0x07 {
+		return 0, fmt.Errorf("bad limits flags 0x%02x", flags)
+	}
+	bound := func() uint64 { return uint64(s.U32()) }
+	if flags&0x04 != 0 { // a 64-bit memory
+		bound = s.U64
+	}
+	min := bound()
+	if flags&0x01 != 0 { // a maximum
+		bound()
+	}
+	if err := s.Err(); err != nil {
+		return 0, err
+	}
+	return min, nil
+}
+
+func parseTypes(s *wasmbin.Reader) ([]FuncType, error) {
+	n := s.Count()
 	types := make([]FuncType, 0, n)
 	for range n {
-		form, err := s.byte()
-		if err != nil {
-			return nil, err
-		}
-		if form != 0x60 {
+		if form := s.Byte(); form != 0x60 {
+			if err := s.Err(); err != nil {
+				return nil, err
+			}
 			return nil, fmt.Errorf("unsupported type form 0x%02x", form)
 		}
 		ft := FuncType{Params: []ValueType{}, Results: []ValueType{}}
 		for _, dst := range []*[]ValueType{&ft.Params, &ft.Results} {
-			k, err := s.count()
-			if err != nil {
-				return nil, err
-			}
-			for range k {
-				t, err := s.valueType()
+			for range s.Count() {
+				t, err := valueType(s)
 				if err != nil {
 					return nil, err
 				}
@@ -421,6 +327,9 @@ func parseTypes(s *reader) ([]FuncType, error) {
 			}
 		}
 		types = append(types, ft)
+	}
+	if err := s.Err(); err != nil {
+		return nil, err
 	}
 	return types, nil
 }
@@ -433,43 +342,35 @@ func funcType(types []FuncType, idx uint32) (*FuncType, error) {
 	return &t, nil
 }
 
-func parseImports(s *reader, m *module, types []FuncType, funcs *[]uint32) error {
-	n, err := s.count()
-	if err != nil {
-		return err
-	}
-	for range n {
-		var imp Import
-		if imp.Module, err = s.name(); err != nil {
-			return err
-		}
-		if imp.Name, err = s.name(); err != nil {
-			return err
-		}
-		kind, err := s.byte()
-		if err != nil {
+func parseImports(s *wasmbin.Reader, m *module, types []FuncType, funcs *[]uint32) error {
+	for range s.Count() {
+		imp := Import{Module: s.Name(), Name: s.Name()}
+		kind := s.Byte()
+		if err := s.Err(); err != nil {
 			return err
 		}
 		imp.Kind = ExternKind(kind)
 		switch imp.Kind {
 		case KindFunc:
-			idx, err := s.u32()
+			idx := s.U32()
+			if err := s.Err(); err != nil {
+				return err
+			}
+			t, err := funcType(types, idx)
 			if err != nil {
 				return err
 			}
-			if imp.Type, err = funcType(types, idx); err != nil {
-				return err
-			}
+			imp.Type = t
 			*funcs = append(*funcs, idx)
 		case KindTable:
-			if _, err := s.valueType(); err != nil {
+			if _, err := valueType(s); err != nil {
 				return err
 			}
-			if _, err := s.limits(); err != nil {
+			if _, err := limits(s); err != nil {
 				return err
 			}
 		case KindMemory:
-			min, err := s.limits()
+			min, err := limits(s)
 			if err != nil {
 				return err
 			}
@@ -477,43 +378,30 @@ func parseImports(s *reader, m *module, types []FuncType, funcs *[]uint32) error
 				m.memoryPages, m.hasMemory = min, true
 			}
 		case KindGlobal:
-			if _, err := s.valueType(); err != nil {
+			if _, err := valueType(s); err != nil {
 				return err
 			}
-			if _, err := s.byte(); err != nil {
-				return err
-			}
+			s.Byte() // mutability
 		case KindTag:
-			if _, err := s.byte(); err != nil {
-				return err
-			}
-			if _, err := s.u32(); err != nil {
-				return err
-			}
+			s.Byte() // attribute
+			s.U32()  // type index
 		default:
 			return fmt.Errorf("import %s.%s: unknown kind 0x%02x", imp.Module, imp.Name, kind)
 		}
+		if err := s.Err(); err != nil {
+			return err
+		}
 		m.imports = append(m.imports, imp)
 	}
-	return nil
+	return s.Err()
 }
 
-func parseExports(s *reader, m *module, types []FuncType, funcs []uint32) error {
-	n, err := s.count()
-	if err != nil {
-		return err
-	}
-	for range n {
-		var exp Export
-		if exp.Name, err = s.name(); err != nil {
-			return err
-		}
-		kind, err := s.byte()
-		if err != nil {
-			return err
-		}
-		idx, err := s.u32()
-		if err != nil {
+func parseExports(s *wasmbin.Reader, m *module, types []FuncType, funcs []uint32) error {
+	for range s.Count() {
+		exp := Export{Name: s.Name()}
+		kind := s.Byte()
+		idx := s.U32()
+		if err := s.Err(); err != nil {
 			return err
 		}
 		exp.Kind = ExternKind(kind)
@@ -524,11 +412,12 @@ func parseExports(s *reader, m *module, types []FuncType, funcs []uint32) error 
 			if uint64(idx) >= uint64(len(funcs)) {
 				return fmt.Errorf("export %q: function index %d out of range", exp.Name, idx)
 			}
+			var err error
 			if exp.Type, err = funcType(types, funcs[idx]); err != nil {
 				return fmt.Errorf("export %q: %v", exp.Name, err)
 			}
 		}
 		m.exports = append(m.exports, exp)
 	}
-	return nil
+	return s.Err()
 }

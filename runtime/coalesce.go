@@ -5,6 +5,8 @@ import (
 	"math"
 	"slices"
 	"strings"
+
+	"github.com/berm-dev/berm/internal/wasmbin"
 )
 
 // Go's linker writes a program's initial memory as tens of thousands of small
@@ -85,73 +87,73 @@ type moduleData struct {
 	hasMemory, hasData bool
 }
 
-var wasmHeader = []byte{0x00, 'a', 's', 'm', 0x01, 0x00, 0x00, 0x00}
-
 // parseDataSection finds and decodes the data section. It is false for
 // anything it does not fully understand or that makes the rewrite unsafe.
 func parseDataSection(module []byte) (*moduleData, bool) {
-	if !bytes.HasPrefix(module, wasmHeader) || len(module) > math.MaxUint32 {
+	if !bytes.HasPrefix(module, []byte(wasmbin.Header)) || len(module) > math.MaxUint32 {
 		return nil, false
 	}
 	md := &moduleData{}
 	var seen uint32
-	r := &wasmReader{b: module, i: len(wasmHeader)}
-	for r.i < len(module) {
-		start := r.i
-		id := r.byte()
-		payload := r.bytes(r.u32())
-		if r.bad {
+	for sec, err := range wasmbin.Sections(module) {
+		if err != nil {
 			return nil, false
 		}
-		if id != 0 {
+		if id := sec.ID; id != wasmbin.SectionCustom {
 			// Unknown or repeated sections are wazero's to refuse.
-			if id > 13 || seen&(1<<id) != 0 {
+			if id > wasmbin.SectionTag || seen&(1<<id) != 0 {
 				return nil, false
 			}
 			seen |= 1 << id
 		}
-		switch id {
-		case 0:
-			if !customSectionSafe(payload) {
+		switch sec.ID {
+		case wasmbin.SectionCustom:
+			if !customSectionSafe(sec.Payload) {
 				return nil, false
 			}
-		case 2:
-			if !importsNoMemory(payload) {
+		case wasmbin.SectionImport:
+			if !importsNoMemory(sec.Payload) {
 				return nil, false
 			}
-		case 5:
-			n, ok := definedMemorySize(payload)
+		case wasmbin.SectionMemory:
+			n, ok := definedMemorySize(sec.Payload)
 			if !ok {
 				return nil, false
 			}
 			md.memoryBytes, md.hasMemory = n, true
-		case 11:
-			segs, ok := parseDataSegments(payload, r.i-len(payload))
+		case wasmbin.SectionData:
+			segs, ok := parseDataSegments(sec.Payload, sec.Offset)
 			if !ok {
 				return nil, false
 			}
 			md.segments, md.hasData = segs, true
-			md.sectionStart, md.end = start, r.i
-		case 12:
+			md.sectionStart, md.end = sec.Start, sec.End
+		case wasmbin.SectionDataCount:
 			return nil, false
 		}
 	}
 	return md, md.hasData && md.hasMemory
 }
 
+// The readers below decode the binary format as strictly as wazero does or
+// more: what they accept, wazero accepts. They lean on wasmbin.Reader's
+// sticky failure, checking it once a structure is read.
+
 func customSectionSafe(payload []byte) bool {
-	r := &wasmReader{b: payload}
-	name := string(r.bytes(r.u32()))
-	if r.bad || name == "linking" || strings.HasPrefix(name, "reloc.") {
+	r := wasmbin.NewReader(payload)
+	// The name's bytes as they are: whether they are UTF-8 is wazero's to
+	// judge.
+	name := string(r.Bytes(r.U32()))
+	if r.Err() != nil || name == "linking" || strings.HasPrefix(name, "reloc.") {
 		return false
 	}
 	if name != "name" {
 		return true
 	}
-	for r.i < len(r.b) {
-		id := r.byte()
-		r.bytes(r.u32())
-		if r.bad || id == 9 { // 9: data segment names
+	for r.Len() > 0 {
+		id := r.Byte()
+		r.Bytes(r.U32())
+		if r.Err() != nil || id == 9 { // 9: data segment names
 			return false
 		}
 	}
@@ -161,58 +163,72 @@ func customSectionSafe(payload []byte) bool {
 // importsNoMemory is true when the module imports no memory and every import is
 // one this parser knows how to step over.
 func importsNoMemory(payload []byte) bool {
-	r := &wasmReader{b: payload}
-	for n := r.u32(); n > 0 && !r.bad; n-- {
-		r.bytes(r.u32())
-		r.bytes(r.u32())
-		switch r.byte() {
+	r := wasmbin.NewReader(payload)
+	for n := r.U32(); n > 0 && r.Err() == nil; n-- {
+		r.Bytes(r.U32()) // module
+		r.Bytes(r.U32()) // name
+		switch r.Byte() {
 		case 0x00: // func
-			r.u32()
+			r.U32()
 		case 0x01: // table
-			if t := r.byte(); t != 0x70 && t != 0x6f {
+			if t := r.Byte(); t != 0x70 && t != 0x6f {
 				return false
 			}
-			if !r.limits() {
+			if !tableLimits(r) {
 				return false
 			}
 		case 0x03: // global
-			switch r.byte() {
+			switch r.Byte() {
 			case 0x7f, 0x7e, 0x7d, 0x7c, 0x7b, 0x70, 0x6f:
 			default:
 				return false
 			}
-			if m := r.byte(); m > 1 {
+			if m := r.Byte(); m > 1 {
 				return false
 			}
 		case 0x04: // tag
-			if r.byte() != 0 {
+			if r.Byte() != 0 {
 				return false
 			}
-			r.u32()
+			r.U32()
 		default: // 0x02, a memory, and anything unknown
 			return false
 		}
 	}
-	return r.done()
+	return r.Done()
+}
+
+// tableLimits steps over a table's limits, of 32 bits.
+func tableLimits(r *wasmbin.Reader) bool {
+	switch r.Byte() {
+	case 0x00:
+		r.U32()
+	case 0x01:
+		r.U32()
+		r.U32()
+	default:
+		return false
+	}
+	return r.Err() == nil
 }
 
 // definedMemorySize is the initial size in bytes of the one memory the section
 // defines; only unshared 32-bit memories qualify.
 func definedMemorySize(payload []byte) (uint64, bool) {
-	r := &wasmReader{b: payload}
-	if r.u32() != 1 {
+	r := wasmbin.NewReader(payload)
+	if r.U32() != 1 {
 		return 0, false
 	}
-	flag := r.byte()
-	pages := r.u32()
+	flag := r.Byte()
+	pages := r.U32()
 	switch flag {
 	case 0x00:
 	case 0x01:
-		r.u32()
+		r.U32()
 	default:
 		return 0, false
 	}
-	if !r.done() || pages > 1<<16 {
+	if !r.Done() || pages > 1<<16 {
 		return 0, false
 	}
 	return uint64(pages) * PageSize, true
@@ -221,15 +237,15 @@ func definedMemorySize(payload []byte) (uint64, bool) {
 // parseDataSegments decodes the data section's payload, found at base in the
 // module.
 func parseDataSegments(payload []byte, base int) ([]dataSegment, bool) {
-	r := &wasmReader{b: payload}
-	n := r.u32()
+	r := wasmbin.NewReader(payload)
+	n := r.Count()
 	// Every segment takes at least two bytes: never trust the count to size
 	// an allocation.
-	segs := make([]dataSegment, 0, min(int(n), len(payload)/2))
-	for ; n > 0; n-- {
-		start := r.i
+	segs := make([]dataSegment, 0, min(n, len(payload)/2))
+	for range n {
+		start := r.Offset()
 		s := dataSegment{kind: segOther}
-		flag := r.u32()
+		flag := r.U32()
 		switch flag {
 		case 0:
 		case 1:
@@ -237,37 +253,56 @@ func parseDataSegments(payload []byte, base int) ([]dataSegment, bool) {
 		case 2:
 			// Memory 0 named explicitly, valid only with bulk memory on: kept
 			// as it is, so that what a runtime refuses stays refused.
-			if r.u32() != 0 {
+			if r.U32() != 0 {
 				return nil, false
 			}
 		default:
 			return nil, false
 		}
 		if s.kind != segPassive {
-			exprStart := r.i
-			if flag == 0 && r.byte() == 0x41 {
-				off := r.s32()
-				if r.byte() == 0x0b {
-					s.kind, s.off = segConst, uint32(off)
-				}
+			off, lone, ok := offsetExpr(r)
+			if !ok {
+				return nil, false
 			}
-			if s.kind != segConst {
-				r.i = exprStart
-				if !r.offsetExpr() {
-					return nil, false
-				}
+			if flag == 0 && lone {
+				s.kind, s.off = segConst, uint32(off)
 			}
 		}
-		size := r.u32()
-		s.init = uint32(base + r.i)
-		r.bytes(size)
-		if r.bad {
+		size := r.U32()
+		s.init = uint32(base + r.Offset())
+		r.Bytes(size)
+		if r.Err() != nil {
 			return nil, false
 		}
-		s.start, s.end = uint32(base+start), uint32(base+r.i)
+		s.start, s.end = uint32(base+start), uint32(base+r.Offset())
 		segs = append(segs, s)
 	}
-	return segs, r.done()
+	return segs, r.Done()
+}
+
+// offsetExpr steps over an offset expression: i32.const, global.get, or
+// extended constant arithmetic; anything else is refused. lone reports an
+// expression of one i32.const, whose operand is off.
+func offsetExpr(r *wasmbin.Reader) (off int32, lone, ok bool) {
+	var first byte
+	for n := 0; r.Err() == nil; n++ {
+		op := r.Byte()
+		if n == 0 {
+			first = op
+		}
+		switch op {
+		case 0x41: // i32.const
+			off = r.S32()
+		case 0x23: // global.get
+			r.U32()
+		case 0x6a, 0x6b, 0x6c: // i32.add, i32.sub, i32.mul
+		case 0x0b: // end
+			return off, n == 1 && first == 0x41, r.Err() == nil
+		default:
+			return 0, false, false
+		}
+	}
+	return 0, false, false
 }
 
 // coalesce rewrites the data section with gaps of up to gap zeros filled.
@@ -333,7 +368,7 @@ func coalesce(module []byte, gap uint64, keepOutOfBounds bool) ([]byte, bool) {
 
 	// Then the bytes, into a module allocated at its final size, which
 	// also makes it zero wherever no segment writes.
-	size := uint64(ulebLen(uint32(len(pieces))))
+	size := uint64(wasmbin.ULEBLen(uint64(len(pieces))))
 	for i := range pieces {
 		size += pieces[i].encodedLen()
 	}
@@ -341,11 +376,11 @@ func coalesce(module []byte, gap uint64, keepOutOfBounds bool) ([]byte, bool) {
 		return nil, false
 	}
 	rest := len(module) - md.end
-	out := make([]byte, md.sectionStart+1+ulebLen(uint32(size))+int(size)+rest)
+	out := make([]byte, md.sectionStart+1+wasmbin.ULEBLen(size)+int(size)+rest)
 	w := copy(out, module[:md.sectionStart])
-	out[w] = 11
-	w = len(appendULEB(out[:w+1], uint32(size)))
-	w = len(appendULEB(out[:w], uint32(len(pieces))))
+	out[w] = wasmbin.SectionData
+	w = len(wasmbin.AppendULEB(out[:w+1], size))
+	w = len(wasmbin.AppendULEB(out[:w], uint64(len(pieces))))
 	for i := range pieces {
 		p := &pieces[i]
 		if !p.merged {
@@ -353,9 +388,9 @@ func coalesce(module []byte, gap uint64, keepOutOfBounds bool) ([]byte, bool) {
 			continue
 		}
 		b := append(out[:w], 0x00, 0x41)
-		b = appendSLEB(b, int32(uint32(p.lo)))
+		b = wasmbin.AppendSLEB(b, p.offset())
 		b = append(b, 0x0b)
-		b = appendULEB(b, uint32(p.hi-p.lo))
+		b = wasmbin.AppendULEB(b, p.hi-p.lo)
 		p.at = len(b)
 		w = p.at + int(p.hi-p.lo)
 	}
@@ -385,8 +420,12 @@ func (p *dataPiece) encodedLen() uint64 {
 		return uint64(p.end - p.start)
 	}
 	n := p.hi - p.lo
-	return uint64(3+slebLen(int32(uint32(p.lo)))+ulebLen(uint32(n))) + n
+	return uint64(3+wasmbin.SLEBLen(p.offset())+wasmbin.ULEBLen(n)) + n
 }
+
+// offset is the operand of the i32.const placing a merged piece. The operand
+// is signed: offsets from 2 GiB up are negative.
+func (p *dataPiece) offset() int64 { return int64(int32(uint32(p.lo))) }
 
 // planDataRun appends the merged segments that leave memory as the run of
 // constant segments (indices into segs, in order) does, and notes in pieceOf
@@ -429,133 +468,4 @@ func planDataRun(pieces []dataPiece, pieceOf []int32, segs []dataSegment, run []
 		plan(0)
 	}
 	return pieces
-}
-
-// wasmReader decodes the binary format as strictly as wazero does or more:
-// what it accepts, wazero accepts. After a failure every read is a no-op and
-// bad is set.
-type wasmReader struct {
-	b   []byte
-	i   int
-	bad bool
-}
-
-func (r *wasmReader) done() bool { return !r.bad && r.i == len(r.b) }
-
-func (r *wasmReader) byte() byte {
-	if r.bad || r.i >= len(r.b) {
-		r.bad = true
-		return 0
-	}
-	r.i++
-	return r.b[r.i-1]
-}
-
-func (r *wasmReader) bytes(n uint32) []byte {
-	if r.bad || uint64(n) > uint64(len(r.b)-r.i) {
-		r.bad = true
-		return nil
-	}
-	r.i += int(n)
-	return r.b[r.i-int(n) : r.i]
-}
-
-// u32 reads an unsigned LEB128 of at most 5 bytes whose unused bits are zero.
-func (r *wasmReader) u32() uint32 {
-	var v uint32
-	for k := 0; k < 5; k++ {
-		c := r.byte()
-		if r.bad || k == 4 && c&0xf0 != 0 {
-			r.bad = true
-			return 0
-		}
-		v |= uint32(c&0x7f) << (7 * k)
-		if c < 0x80 {
-			return v
-		}
-	}
-	r.bad = true
-	return 0
-}
-
-// s32 reads a signed LEB128 of at most 5 bytes whose unused bits extend the
-// sign.
-func (r *wasmReader) s32() int32 {
-	var v uint32
-	for k := 0; k < 5; k++ {
-		c := r.byte()
-		if r.bad {
-			return 0
-		}
-		if k == 4 {
-			if ext := c & 0xf8; ext != 0 && ext != 0x78 {
-				r.bad = true
-				return 0
-			}
-			return int32(v | uint32(c&0x0f)<<28)
-		}
-		v |= uint32(c&0x7f) << (7 * k)
-		if c < 0x80 {
-			if c&0x40 != 0 {
-				v |= ^uint32(0) << (7 * (k + 1))
-			}
-			return int32(v)
-		}
-	}
-	return 0
-}
-
-func (r *wasmReader) limits() bool {
-	switch r.byte() {
-	case 0x00:
-		r.u32()
-	case 0x01:
-		r.u32()
-		r.u32()
-	default:
-		return false
-	}
-	return !r.bad
-}
-
-// offsetExpr steps over an offset expression that is not a lone i32.const:
-// global.get, or extended constant arithmetic. Anything else is refused.
-func (r *wasmReader) offsetExpr() bool {
-	for !r.bad {
-		switch r.byte() {
-		case 0x41: // i32.const
-			r.s32()
-		case 0x23: // global.get
-			r.u32()
-		case 0x6a, 0x6b, 0x6c: // i32.add, i32.sub, i32.mul
-		case 0x0b: // end
-			return !r.bad
-		default:
-			return false
-		}
-	}
-	return false
-}
-
-func appendULEB(b []byte, v uint32) []byte {
-	for v >= 0x80 {
-		b = append(b, byte(v)|0x80)
-		v >>= 7
-	}
-	return append(b, byte(v))
-}
-
-func ulebLen(v uint32) int { return len(appendULEB(make([]byte, 0, 5), v)) }
-
-func slebLen(v int32) int { return len(appendSLEB(make([]byte, 0, 5), v)) }
-
-func appendSLEB(b []byte, v int32) []byte {
-	for {
-		c := byte(v & 0x7f)
-		v >>= 7
-		if v == 0 && c&0x40 == 0 || v == -1 && c&0x40 != 0 {
-			return append(b, c)
-		}
-		b = append(b, c|0x80)
-	}
 }

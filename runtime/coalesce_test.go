@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/berm-dev/berm/internal/wasmbin"
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
 	"github.com/tetratelabs/wazero/experimental"
@@ -34,39 +35,33 @@ type handModule struct {
 	memoryInit bool // a function doing memory.init 0 and data.drop 0
 }
 
-func wasmSection(id byte, content []byte) []byte {
-	return append(appendULEB([]byte{id}, uint32(len(content))), content...)
-}
-
-func wasmName(s string) []byte { return append(appendULEB(nil, uint32(len(s))), s...) }
-
 func (m handModule) bytes() []byte {
-	b := bytes.Clone(wasmHeader)
-	b = append(b, wasmSection(0, append(wasmName("before"), 1, 2, 3))...)
+	b := []byte(wasmbin.Header)
+	b = wasmbin.AppendSection(b, wasmbin.SectionCustom, append(wasmbin.AppendName(nil, "before"), 1, 2, 3))
 	for _, s := range m.segs {
 		if s.global {
-			imp := appendULEB(nil, 1)
-			imp = append(append(append(imp, wasmName("env")...), wasmName("g")...), 0x03, 0x7f, 0x00)
-			b = append(b, wasmSection(2, imp)...)
+			imp := wasmbin.AppendName(wasmbin.AppendName([]byte{1}, "env"), "g")
+			b = wasmbin.AppendSection(b, wasmbin.SectionImport, append(imp, 0x03, 0x7f, 0x00))
 			break
 		}
 	}
 	if m.memoryInit {
-		b = append(b, wasmSection(1, []byte{1, 0x60, 0, 0})...)
-		b = append(b, wasmSection(3, []byte{1, 0})...)
+		b = wasmbin.AppendSection(b, wasmbin.SectionType, []byte{1, 0x60, 0, 0})
+		b = wasmbin.AppendSection(b, wasmbin.SectionFunction, []byte{1, 0})
 	}
 	if m.pages >= 0 {
-		b = append(b, wasmSection(5, appendULEB([]byte{1, 0}, uint32(m.pages)))...)
-		b = append(b, wasmSection(7, append(appendULEB(nil, 1), append(wasmName("memory"), 0x02, 0)...))...)
+		b = wasmbin.AppendSection(b, wasmbin.SectionMemory, wasmbin.AppendULEB([]byte{1, 0}, uint64(m.pages)))
+		b = wasmbin.AppendSection(b, wasmbin.SectionExport, append(wasmbin.AppendName([]byte{1}, "memory"), 0x02, 0))
 	}
 	if m.dataCount {
-		b = append(b, wasmSection(12, appendULEB(nil, uint32(len(m.segs))))...)
+		b = wasmbin.AppendSection(b, wasmbin.SectionDataCount, wasmbin.AppendULEB(nil, uint64(len(m.segs))))
 	}
 	if m.memoryInit {
 		body := []byte{0, 0x41, 0, 0x41, 0, 0x41, 0, 0xfc, 0x08, 0, 0, 0xfc, 0x09, 0, 0x0b}
-		b = append(b, wasmSection(10, append([]byte{1}, append(appendULEB(nil, uint32(len(body))), body...)...))...)
+		code := append(wasmbin.AppendULEB([]byte{1}, uint64(len(body))), body...)
+		b = wasmbin.AppendSection(b, wasmbin.SectionCode, code)
 	}
-	data := appendULEB(nil, uint32(len(m.segs)))
+	data := wasmbin.AppendULEB(nil, uint64(len(m.segs)))
 	for _, s := range m.segs {
 		switch {
 		case s.passive:
@@ -83,19 +78,19 @@ func (m handModule) bytes() []byte {
 		case s.global:
 			data = append(data, 0x23, 0, 0x0b)
 		default:
-			data = append(appendSLEB(append(data, 0x41), s.off), 0x0b)
+			data = append(wasmbin.AppendSLEB(append(data, 0x41), int64(s.off)), 0x0b)
 		}
-		data = append(appendULEB(data, uint32(len(s.init))), s.init...)
+		data = append(wasmbin.AppendULEB(data, uint64(len(s.init))), s.init...)
 	}
-	b = append(b, wasmSection(11, data)...)
-	return append(b, wasmSection(0, append(wasmName("after"), 4, 5, 6))...)
+	b = wasmbin.AppendSection(b, wasmbin.SectionData, data)
+	return wasmbin.AppendSection(b, wasmbin.SectionCustom, append(wasmbin.AppendName(nil, "after"), 4, 5, 6))
 }
 
 // envModule exports an immutable i32 global g of value v.
 func envModule(v int32) []byte {
-	b := bytes.Clone(wasmHeader)
-	b = append(b, wasmSection(6, append(appendSLEB([]byte{1, 0x7f, 0, 0x41}, v), 0x0b))...)
-	return append(b, wasmSection(7, append(appendULEB(nil, 1), append(wasmName("g"), 0x03, 0)...))...)
+	b := []byte(wasmbin.Header)
+	b = wasmbin.AppendSection(b, wasmbin.SectionGlobal, append(wasmbin.AppendSLEB([]byte{1, 0x7f, 0, 0x41}, int64(v)), 0x0b))
+	return wasmbin.AppendSection(b, wasmbin.SectionExport, append(wasmbin.AppendName([]byte{1}, "g"), 0x03, 0))
 }
 
 // instantiateWithEnv instantiates module the way berm does, next to an env
@@ -143,16 +138,12 @@ func dataSegmentCount(t testing.TB, module []byte) int {
 // sectionsBut lists a module's sections, each whole, but those with id skip.
 func sectionsBut(module []byte, skip byte) ([][]byte, bool) {
 	var out [][]byte
-	r := &wasmReader{b: module, i: len(wasmHeader)}
-	for r.i < len(module) {
-		start := r.i
-		id := r.byte()
-		r.bytes(r.u32())
-		if r.bad {
+	for sec, err := range wasmbin.Sections(module) {
+		if err != nil {
 			return nil, false
 		}
-		if id != skip {
-			out = append(out, module[start:r.i])
+		if sec.ID != skip {
+			out = append(out, module[sec.Start:sec.End])
 		}
 	}
 	return out, true
