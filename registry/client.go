@@ -11,7 +11,6 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/berm-dev/berm/runtime"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 	"oras.land/oras-go/v2/content"
 	"oras.land/oras-go/v2/errdef"
@@ -21,12 +20,14 @@ import (
 	"oras.land/oras-go/v2/registry/remote/credentials"
 	"oras.land/oras-go/v2/registry/remote/errcode"
 	"oras.land/oras-go/v2/registry/remote/retry"
+
+	"github.com/berm-dev/berm/manifest"
 )
 
 // DefaultMaxImageSize is the largest program Pull, Inspect and Push accept
 // when Config.MaxImageSize is zero. The same limit is meant for local deploys
 // and the control API's bodies, so that what one path accepts the others do.
-const DefaultMaxImageSize = runtime.DefaultMaxImage
+const DefaultMaxImageSize = manifest.DefaultMaxImage
 
 // AnnotationABI is the key of the OCI manifest annotation holding the
 // program's .berm.abi JSON, byte for byte. It is what the pusher claims: only

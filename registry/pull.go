@@ -8,12 +8,14 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/berm-dev/berm/manifest"
 	"github.com/opencontainers/go-digest"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 	"oras.land/oras-go/v2/content"
 	orasregistry "oras.land/oras-go/v2/registry"
 	"oras.land/oras-go/v2/registry/remote"
+
+	"github.com/berm-dev/berm/internal/wasmbin"
+	"github.com/berm-dev/berm/manifest"
 )
 
 // Manifest media types of Docker's registry API, beside the OCI ones.
@@ -31,9 +33,6 @@ var wasmLayerTypes = map[string]bool{
 	mediaTypeSpinWasm:    true,
 	mediaTypeModuleWasm:  true,
 }
-
-// wasmMagic opens every WebAssembly binary module.
-const wasmMagic = "\x00asm"
 
 // PullOptions tune Pull; nil means the defaults.
 type PullOptions struct {
@@ -164,7 +163,7 @@ func checkManifest(mediaType string, raw []byte, maxSize int64) (*ocispec.Manife
 		return nil, fmt.Errorf("layer digest %q: %w: not a sha256 digest", layer.Digest, ErrDigest)
 	case layer.Size > maxSize:
 		return nil, fmt.Errorf("layer of %d bytes, limit %d: %w", layer.Size, maxSize, ErrTooLarge)
-	case layer.Size < int64(len(wasmMagic)):
+	case layer.Size < int64(len(wasmbin.Magic)):
 		return nil, fmt.Errorf("layer of %d bytes: %w", layer.Size, ErrNotWasm)
 	}
 	return &m.Manifest, nil
@@ -196,7 +195,7 @@ func (c *Client) fetchLayer(ctx context.Context, repo *remote.Repository, layer 
 	if digest.NewDigest(digest.SHA256, h) != layer.Digest {
 		return nil, fmt.Errorf("%s: layer %s: %w", name, layer.Digest, ErrDigest)
 	}
-	if !bytes.HasPrefix(b, []byte(wasmMagic)) {
+	if !bytes.HasPrefix(b, []byte(wasmbin.Magic)) {
 		return nil, fmt.Errorf("%s: layer without the WebAssembly magic: %w", name, ErrNotWasm)
 	}
 	return b, nil
