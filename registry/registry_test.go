@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/berm-dev/berm/registry/registrytest"
+	"github.com/berm-dev/berm/internal/registrytest"
 )
 
 // The tests run against real registries: Debian's docker-registry package
