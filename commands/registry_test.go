@@ -14,7 +14,7 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/berm-dev/berm/registry/registrytest"
+	"github.com/berm-dev/berm/internal/registrytest"
 )
 
 // These tests push to and deploy from real registries on loopback (see
