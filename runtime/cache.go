@@ -2,72 +2,109 @@ package runtime
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"syscall"
 
 	"github.com/tetratelabs/wazero"
+
+	"github.com/berm-dev/berm/manifest"
 )
 
-// compile compiles an image, from the on-disk cache when it holds it.
+// compile compiles an image, from the on-disk cache when it holds it. An
+// image wazero refuses is manifest.ErrInvalid; a failure of the host's (the
+// cache's I/O, memory for the code) is ErrHost, whatever the image.
 //
 // wazero returns an error, not a miss, when a cache entry is damaged (a torn
-// write, a flipped bit caught by its checksum), and the entry's name is a key
-// wazero derives internally. So on any error with a cache in use, compile
-// once more in a scratch runtime of the same configuration over an empty
-// cache directory: if that fails too, the module itself is at fault.
-// Otherwise the scratch cache now holds exactly one entry, under the very key
-// the damaged one has: move it over the damaged one and compile again.
+// write, a flipped bit caught by its checksum), with a message that does not
+// tell it from an image it refuses, and the entry's name is a key wazero
+// derives internally. So on such an error with a cache in use, compile once
+// more in a scratch runtime of the same configuration over an empty cache
+// directory: if that fails too, the image itself is at fault. Otherwise the
+// scratch cache now holds exactly one entry, under the very key the damaged
+// one has: move it over the damaged one and compile again.
 func (r *Runtime) compile(ctx context.Context, image []byte) (wazero.CompiledModule, error) {
 	// What is compiled is the same program with its data segments merged,
 	// which instantiates several times faster for Go's tens of thousands
 	// (coalesce.go); the program's identity stays the digest of image.
 	image = coalesceData(image)
 	compiled, err := r.wz.CompileModule(ctx, image)
-	if err == nil || r.cacheDir == "" {
-		return compiled, err
+	switch {
+	case err == nil:
+		return compiled, nil
+	case hostFault(err):
+		return nil, fmt.Errorf("compile: %w: %w", ErrHost, err)
+	case r.cacheDir == "":
+		return nil, fmt.Errorf("compile: %w: %w", err, manifest.ErrInvalid)
 	}
-	if rerr := r.repairCache(ctx, image); rerr != nil {
-		return nil, rerr
+	if err := r.repairCache(ctx, image); err != nil {
+		return nil, err
 	}
-	return r.wz.CompileModule(ctx, image)
+	compiled, err = r.wz.CompileModule(ctx, image)
+	if err != nil {
+		// The image compiled in the scratch runtime: this is the cache's doing.
+		return nil, fmt.Errorf("compile: compilation cache: %w: %w", ErrHost, err)
+	}
+	return compiled, nil
 }
 
+// hostFault reports whether err is the system's: a file, a directory, a
+// disk or memory that failed, rather than anything wazero found in an image
+// or a cache entry. wazero returns the cache's I/O errors as they are.
+func hostFault(err error) bool {
+	var (
+		pathErr *fs.PathError
+		linkErr *os.LinkError
+		sysErr  *os.SyscallError
+		errno   syscall.Errno
+	)
+	return errors.As(err, &pathErr) || errors.As(err, &linkErr) || errors.As(err, &sysErr) || errors.As(err, &errno)
+}
+
+// repairCache recompiles image into a scratch cache and moves the entry over
+// the damaged one. Its errors are the image's (manifest.ErrInvalid) or the
+// host's (ErrHost).
 func (r *Runtime) repairCache(ctx context.Context, image []byte) error {
 	scratchDir, err := os.MkdirTemp(r.cacheDir, "repair-")
 	if err != nil {
-		return err
+		return fmt.Errorf("compilation cache: %w: %w", ErrHost, err)
 	}
 	defer os.RemoveAll(scratchDir)
 	cache, err := wazero.NewCompilationCacheWithDir(scratchDir)
 	if err != nil {
-		return err
+		return fmt.Errorf("compilation cache: %w: %w", ErrHost, err)
 	}
 	scratch := wazero.NewRuntimeWithConfig(ctx, r.wzConfig.WithCompilationCache(cache))
 	defer scratch.Close(ctx)
 	compiled, err := scratch.CompileModule(ctx, image)
 	if err != nil {
-		return err
+		if hostFault(err) {
+			return fmt.Errorf("compile: %w: %w", ErrHost, err)
+		}
+		return fmt.Errorf("compile: %w: %w", err, manifest.ErrInvalid)
 	}
 	compiled.Close(ctx)
 	versions, err := os.ReadDir(scratchDir)
 	if err != nil {
-		return err
+		return fmt.Errorf("compilation cache: %w: %w", ErrHost, err)
 	}
 	for _, v := range versions {
 		entries, err := os.ReadDir(filepath.Join(scratchDir, v.Name()))
 		if err != nil {
-			return err
+			return fmt.Errorf("compilation cache: %w: %w", ErrHost, err)
 		}
 		for _, e := range entries {
 			dst := filepath.Join(r.cacheDir, v.Name(), e.Name())
 			// rename replaces atomically: a process reading the damaged entry
 			// keeps its open file, and every later reader sees the new one.
 			if err := os.Rename(filepath.Join(scratchDir, v.Name(), e.Name()), dst); err != nil {
-				return err
+				return fmt.Errorf("compilation cache: %w: %w", ErrHost, err)
 			}
 		}
 		return nil
 	}
-	return fmt.Errorf("compilation cache: the scratch compile left no entry")
+	return fmt.Errorf("compilation cache: %w: the scratch compile left no entry", ErrHost)
 }

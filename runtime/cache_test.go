@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"testing"
@@ -95,11 +96,62 @@ func TestInvalidModuleWithCache(t *testing.T) {
 	}
 	bad = manifest.AppendSection(bad, []byte(`{"abi_version":0,"tools":[{"name":"t"}]}`))
 	_, err := rt.Deploy(context.Background(), "bad", bad)
-	if !errors.Is(err, manifest.ErrInvalid) {
+	if !errors.Is(err, manifest.ErrInvalid) || errors.Is(err, runtime.ErrHost) {
 		t.Fatalf("a module with broken code: %v, want ErrInvalid", err)
 	}
 	if leftovers, _ := filepath.Glob(filepath.Join(rt.CacheDir(), "repair-*")); len(leftovers) > 0 {
 		t.Errorf("repair left %v behind", leftovers)
+	}
+}
+
+// A cache whose I/O fails is the host's error, never the image's, and no
+// repair is tried: the image is sound. Tests run as root, whom permissions do
+// not stop, so the failures are structural: the directory of wazero's entries
+// turned into a file (reading fails) or a dangling link (writing fails).
+func TestCacheIOErrorIsHost(t *testing.T) {
+	breaks := map[string]func(t *testing.T, versionDir string){
+		"read": func(t *testing.T, versionDir string) {
+			if err := os.WriteFile(versionDir, []byte("not a directory"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+		},
+		"write": func(t *testing.T, versionDir string) {
+			if err := os.Symlink(filepath.Join(filepath.Dir(versionDir), "gone"), versionDir); err != nil {
+				t.Fatal(err)
+			}
+		},
+	}
+	for name, breakDir := range breaks {
+		t.Run(name, func(t *testing.T) {
+			dir := t.TempDir()
+			rt := newRuntime(t, &runtime.Options{CacheDir: dir})
+			versions, err := filepath.Glob(filepath.Join(dir, "wazero-*"))
+			if err != nil || len(versions) != 1 {
+				t.Fatalf("cache versions %v (%v)", versions, err)
+			}
+			if err := os.Remove(versions[0]); err != nil {
+				t.Fatal(err)
+			}
+			breakDir(t, versions[0])
+			_, err = rt.Deploy(context.Background(), "echo", fixture(t, "echo.wasm"))
+			var pathErr *fs.PathError
+			if !errors.Is(err, runtime.ErrHost) || errors.Is(err, manifest.ErrInvalid) || !errors.As(err, &pathErr) {
+				t.Fatalf("deploy over a broken cache: %v, want ErrHost with its *fs.PathError, not ErrInvalid", err)
+			}
+			t.Log(err)
+			if leftovers, _ := filepath.Glob(filepath.Join(dir, "repair-*")); len(leftovers) > 0 {
+				t.Errorf("an I/O error was taken for damage: repair left %v", leftovers)
+			}
+		})
+	}
+	// A cache directory that cannot be one fails New, as the host's.
+	file := filepath.Join(t.TempDir(), "file")
+	if err := os.WriteFile(file, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, err := runtime.New(context.Background(), runtime.DefaultCallDepth, nil, &runtime.Options{CacheDir: file})
+	if !errors.Is(err, runtime.ErrHost) {
+		t.Fatalf("a file as the cache directory: %v, want ErrHost", err)
 	}
 }
 

@@ -14,10 +14,15 @@
 //	_, err = rt.Deploy(ctx, "example", image)
 //	out, err := rt.Call(ctx, "example", "echo", []byte(`{"query":"hello"}`))
 //	switch {
-//	case err != nil: // the host's: no such tool, bad arguments, a trap, the deadline
+//	case err != nil: // the host's: no such tool, bad arguments, a trap, the deadline,
+//		// or the host's own failure (ErrHost)
 //	case out.Failed: // the program's own failure, which a model should see
 //	default: // out.Result
 //	}
+//
+// Each instance's memory is bounded by Limits.Memory and, with all others,
+// by Limits.TotalMemory; it is reserved at the limit and made resident only
+// as the program touches it, so growing never copies.
 //
 // This package shadows the standard library's runtime; import that one as
 // goruntime where both are needed.

@@ -30,15 +30,39 @@ var (
 	ErrRefused = errors.New("deployment refused")
 	// ErrClosed: the runtime was closed.
 	ErrClosed = errors.New("runtime closed")
+	// ErrHost: the host failed at its part, through no fault of the image,
+	// the program or the arguments. An I/O error of the compilation cache
+	// (wrapped: errors.As finds the *fs.PathError), the memory of all
+	// instances at Limits.TotalMemory (try again later), or a host syscall's
+	// error, which also traps (ErrTrap) and whose text goes only to
+	// Options.HostError.
+	ErrHost = errors.New("host error")
 )
 
 // trap is panicked inside a syscall to stop the instance; wazero recovers it
-// and returns it wrapped, so errors.As finds it again.
-type trap struct{ msg string }
+// and returns it wrapped, so errors.As finds it again. err, if any, is what it
+// wraps: ErrHost for a host syscall's failure.
+type trap struct {
+	msg string
+	err error
+}
 
 func (t *trap) Error() string { return t.msg }
 
-func trapf(format string, args ...any) *trap { return &trap{fmt.Sprintf(format, args...)} }
+func (t *trap) Unwrap() error { return t.err }
+
+// trimmed is an error under a message of its own: wazero's, without the
+// stack trace.
+type trimmed struct {
+	msg string
+	err error
+}
+
+func (t *trimmed) Error() string { return t.msg }
+
+func (t *trimmed) Unwrap() error { return t.err }
+
+func trapf(format string, args ...any) *trap { return &trap{msg: fmt.Sprintf(format, args...)} }
 
 // firstLine drops wazero's wasm stack trace from an error message: the
 // message names the problem, and the trace is noise to a model or a user.

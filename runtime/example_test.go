@@ -93,3 +93,28 @@ func ExampleRuntime_Call() {
 	// core.strict: arguments refused: at /n: got string, want integer
 	// true
 }
+
+// A host syscall's error stops the program, which sees only the syscall's
+// name and "host error"; the error itself, which may name the host's files,
+// goes to Options.HostError for the host's log.
+func ExampleOptions_hostError() {
+	ctx := context.Background()
+	oops := runtime.Syscall{Name: "test.oops", Func: func(context.Context, *runtime.Call, [][]byte) (uint64, error) {
+		return 0, &os.PathError{Op: "open", Path: "/srv/secret", Err: os.ErrPermission}
+	}}
+	rt, _ := runtime.New(ctx, runtime.DefaultCallDepth, []runtime.Syscall{oops}, &runtime.Options{
+		HostError: func(_ context.Context, program, tool string, err error) {
+			fmt.Printf("log: %s.%s: %v\n", program, tool, err)
+		},
+	})
+	defer rt.Close(ctx)
+	image, _ := os.ReadFile("testdata/hosterr.wasm")
+	rt.Deploy(ctx, "hosterr", image)
+	_, err := rt.Call(ctx, "hosterr", "oops", []byte(`{}`))
+	fmt.Println(err)
+	fmt.Println(errors.Is(err, runtime.ErrTrap), errors.Is(err, runtime.ErrHost))
+	// Output:
+	// log: hosterr.oops: syscall test.oops: open /srv/secret: permission denied
+	// hosterr.oops: program trapped: syscall test.oops: host error
+	// true true
+}

@@ -44,3 +44,17 @@ func deploy(tb testing.TB, rt *runtime.Runtime, name, file string) *runtime.Prog
 	}
 	return p
 }
+
+// deployLocal deploys a fixture of this package's own testdata/.
+func deployLocal(tb testing.TB, rt *runtime.Runtime, name, file string) *runtime.Program {
+	tb.Helper()
+	image, err := os.ReadFile(filepath.Join("testdata", file))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	p, err := rt.Deploy(context.Background(), name, image)
+	if err != nil {
+		tb.Fatalf("deploy %s: %v", file, err)
+	}
+	return p
+}

@@ -76,7 +76,7 @@ func (r *Runtime) provides(imp manifest.Import) bool {
 
 func unprovided(imp manifest.Import) api.GoModuleFunc {
 	msg := fmt.Sprintf("import %s.%s %s is not provided by this host", imp.Module, imp.Name, imp.Type)
-	return func(context.Context, api.Module, []uint64) { panic(&trap{msg}) }
+	return func(context.Context, api.Module, []uint64) { panic(&trap{msg: msg}) }
 }
 
 func apiTypes(ts []manifest.ValueType) []api.ValueType {

@@ -25,6 +25,11 @@ const (
 	DefaultMemoryLimit = 128 << 20
 	DefaultMaxArgs     = 1 << 20
 	DefaultMaxResult   = 16 << 20
+	// DefaultMaxLogLines and DefaultMaxLogBytes bound what berm.log writes in
+	// one call: enough to debug by, little enough that a program logging in
+	// a loop cannot flood the host's log.
+	DefaultMaxLogLines = 1000
+	DefaultMaxLogBytes = 1 << 20
 	// DefaultMaxImage bounds an image's size wherever one arrives: a file, a
 	// registry, a request body.
 	DefaultMaxImage = 64 << 20
@@ -38,14 +43,31 @@ type Limits struct {
 	// Deadline bounds a top-level call, nested calls included (they share it).
 	Deadline time.Duration
 	// Memory bounds each instance's memory, in bytes (rounded down to 64 KiB
-	// pages). memory.grow past it returns -1.
+	// pages). memory.grow past it returns -1. Each running call, and each
+	// call nested in it, has an instance: without TotalMemory, what instances
+	// hold together is bounded only by the calls in flight × (call depth+1)
+	// × Memory.
 	Memory uint64
+	// TotalMemory bounds the memory of all live instances of the runtime
+	// together, in bytes; 0 leaves it unbounded. A memory.grow that would pass
+	// it returns -1; a call whose instance would pass it is refused with
+	// ErrHost before anything runs (its callers may try again later).
+	TotalMemory uint64
 	// MaxArgs bounds a call's arguments, in bytes.
 	MaxArgs int
 	// MaxResult bounds a result or failure message, in bytes.
 	MaxResult int
 	// MaxImage bounds an image at deploy, in bytes.
 	MaxImage int
+	// MaxLogLines and MaxLogBytes bound the berm.log lines of a top-level
+	// call, nested calls included (they share it, as they share the deadline).
+	// Lines past either are dropped, and one last line says how many.
+	//
+	// The bound is per call, not per second: a rate would need a clock on
+	// every line and still let a long call write deadline × rate, where a
+	// budget per call is the same whatever the program's speed.
+	MaxLogLines int
+	MaxLogBytes int
 }
 
 func (l Limits) withDefaults() Limits {
@@ -63,6 +85,12 @@ func (l Limits) withDefaults() Limits {
 	}
 	if l.MaxImage <= 0 {
 		l.MaxImage = DefaultMaxImage
+	}
+	if l.MaxLogLines <= 0 {
+		l.MaxLogLines = DefaultMaxLogLines
+	}
+	if l.MaxLogBytes <= 0 {
+		l.MaxLogBytes = DefaultMaxLogBytes
 	}
 	return l
 }
@@ -89,8 +117,13 @@ type Options struct {
 	// randomness, stdio for WASI). The runtime makes each instance anonymous
 	// and never runs _start, whatever it says.
 	ModuleConfig wazero.ModuleConfig
-	// Log receives each berm.log line.
+	// Log receives each berm.log line, and the line that says how many were
+	// dropped past Limits.MaxLogLines or MaxLogBytes.
 	Log func(ctx context.Context, program, tool string, line []byte)
+	// HostError receives the error of a host syscall's Func (or its panic)
+	// for the host's log. The program and its callers see only that the
+	// syscall met a host error: the error may name the host's files.
+	HostError func(ctx context.Context, program, tool string, err error)
 }
 
 // Runtime deploys programs and calls their tools. One wazero runtime
@@ -105,6 +138,9 @@ type Runtime struct {
 	hostSyscalls []Syscall
 	hostModules  map[string]*hostModule
 	log          func(ctx context.Context, program, tool string, line []byte)
+	hostErr      func(ctx context.Context, program, tool string, err error)
+	budget       memoryBudget
+	regions      regionPool
 
 	mu       sync.RWMutex
 	programs map[string]*Program
@@ -133,6 +169,7 @@ func New(ctx context.Context, maxCallDepth int, syscalls []Syscall, opts *Option
 		hostSyscalls: append([]Syscall(nil), syscalls...),
 		hostModules:  map[string]*hostModule{},
 		log:          opts.Log,
+		hostErr:      opts.HostError,
 		programs:     map[string]*Program{},
 	}
 	numbers := map[uint64]string{}
@@ -152,6 +189,8 @@ func New(ctx context.Context, maxCallDepth int, syscalls []Syscall, opts *Option
 	if pages == 0 || pages > 65536 {
 		return nil, fmt.Errorf("memory limit %d bytes: want 64 KiB to 4 GiB", r.limits.Memory)
 	}
+	r.budget.limit = r.limits.TotalMemory
+	r.regions.size = pages * PageSize
 	r.wzConfig = wazero.NewRuntimeConfig().
 		WithCloseOnContextDone(true).
 		WithMemoryLimitPages(uint32(pages))
@@ -159,7 +198,7 @@ func New(ctx context.Context, maxCallDepth int, syscalls []Syscall, opts *Option
 	if r.cacheDir != "" {
 		cache, err := wazero.NewCompilationCacheWithDir(r.cacheDir)
 		if err != nil {
-			return nil, fmt.Errorf("compilation cache: %w", err)
+			return nil, fmt.Errorf("compilation cache: %w: %w", ErrHost, err)
 		}
 		cfg = cfg.WithCompilationCache(cache)
 	}
@@ -219,7 +258,9 @@ func (r *Runtime) Close(ctx context.Context) error {
 	r.closed = true
 	r.programs = map[string]*Program{}
 	r.mu.Unlock()
-	return r.wz.Close(ctx)
+	err := r.wz.Close(ctx)
+	r.regions.close()
+	return err
 }
 
 // CacheDir is the directory of compiled code, or "" when it is kept in memory.
@@ -251,10 +292,11 @@ type Program struct {
 	Size     int    // of the image, in bytes
 	Manifest *manifest.Manifest
 
-	compiled wazero.CompiledModule
-	table    map[uint64]handler
-	resolver experimental.ImportResolver
-	linked   []api.Module // per-program import modules, closed with it
+	compiled  wazero.CompiledModule
+	minMemory uint64 // bytes of memory an instance starts with
+	table     map[uint64]handler
+	resolver  experimental.ImportResolver
+	linked    []api.Module // per-program import modules, closed with it
 
 	inflight  atomic.Int64
 	retired   atomic.Bool
@@ -303,15 +345,16 @@ func (r *Runtime) Prepare(ctx context.Context, name string, image []byte) (*Prog
 	}
 	compiled, err := r.compile(ctx, image)
 	if err != nil {
-		return nil, fmt.Errorf("compile: %v: %w", err, manifest.ErrInvalid)
+		return nil, err
 	}
 	p := &Program{
-		Name:     name,
-		Digest:   manifest.Digest(image),
-		Size:     len(image),
-		Manifest: m,
-		compiled: compiled,
-		table:    r.table(m),
+		Name:      name,
+		Digest:    manifest.Digest(image),
+		Size:      len(image),
+		Manifest:  m,
+		compiled:  compiled,
+		minMemory: m.MemoryPages * PageSize,
+		table:     r.table(m),
 	}
 	if err := r.link(ctx, p); err != nil {
 		p.close()
@@ -464,10 +507,11 @@ type callKey struct{}
 func (r *Runtime) Call(ctx context.Context, program, tool string, args []byte) (Outcome, error) {
 	ctx, cancel := context.WithTimeout(ctx, r.limits.Deadline)
 	defer cancel()
-	return r.call(ctx, program, tool, args, 0)
+	return r.call(ctx, program, tool, args, nil)
 }
 
-func (r *Runtime) call(ctx context.Context, program, tool string, args []byte, depth int) (Outcome, error) {
+// call runs a top-level call (caller nil) or one nested in caller's.
+func (r *Runtime) call(ctx context.Context, program, tool string, args []byte, caller *Call) (Outcome, error) {
 	p, err := r.acquire(program)
 	if err != nil {
 		return Outcome{}, fmt.Errorf("%s: %w", manifest.FullName(program, tool), err)
@@ -485,9 +529,21 @@ func (r *Runtime) call(ctx context.Context, program, tool string, args []byte, d
 	if err := t.Validate(args); err != nil {
 		return Outcome{}, fmt.Errorf("%s: %w", manifest.FullName(program, tool), err)
 	}
-	c := &Call{rt: r, program: p, tool: tool, args: args, depth: depth}
-	err = r.run(ctx, c, t)
 	full := manifest.FullName(program, tool)
+	c := &Call{rt: r, program: p, tool: tool, args: args}
+	if caller != nil {
+		c.depth, c.logs = caller.depth+1, caller.logs
+	} else {
+		c.ownLogs = logBudget{lines: r.limits.MaxLogLines, bytes: r.limits.MaxLogBytes}
+		c.logs = &c.ownLogs
+		defer r.logDropped(ctx, c)
+	}
+	if !c.mem.prepay(r, p.minMemory) {
+		return Outcome{}, fmt.Errorf("%s: %w: memory: %d KiB more would pass the limit of %d KiB on all instances together",
+			full, ErrHost, p.minMemory>>10, r.limits.TotalMemory>>10)
+	}
+	err = r.run(ctx, c, t)
+	c.mem.release()
 	if err != nil {
 		return Outcome{}, r.hostError(ctx, full, err)
 	}
@@ -514,6 +570,7 @@ func (r *Runtime) call(ctx context.Context, program, tool string, args []byte, d
 // tool, and closes the instance.
 func (r *Runtime) run(ctx context.Context, c *Call, t *manifest.Tool) (err error) {
 	ctx = context.WithValue(ctx, callKey{}, c)
+	ctx = experimental.WithMemoryAllocator(ctx, &c.mem)
 	if c.program.resolver != nil {
 		ctx = experimental.WithImportResolver(ctx, c.program.resolver)
 	}
@@ -550,7 +607,26 @@ func (r *Runtime) hostError(ctx context.Context, full string, err error) error {
 	case errors.As(err, &exit):
 		return fmt.Errorf("%s: %w: it exited with code %d", full, ErrTrap, exit.ExitCode())
 	}
-	return fmt.Errorf("%s: %w: %s", full, ErrTrap, firstLine(err))
+	// The message without wazero's stack trace, the chain as it was: a
+	// syscall's host error stays ErrHost too.
+	return fmt.Errorf("%s: %w: %w", full, ErrTrap, &trimmed{firstLine(err), err})
+}
+
+// logDropped ends a top-level call's log with the number of lines dropped
+// past the limits, if any were.
+func (r *Runtime) logDropped(ctx context.Context, c *Call) {
+	if r.log == nil || c.logs.dropped == 0 {
+		return
+	}
+	r.log(ctx, c.program.Name, c.tool, fmt.Appendf(nil, "berm: %d log lines dropped (limit %d lines, %d bytes per call)",
+		c.logs.dropped, r.limits.MaxLogLines, r.limits.MaxLogBytes))
+}
+
+// hostFailed hands a host syscall's error to the embedder's log.
+func (r *Runtime) hostFailed(ctx context.Context, c *Call, err error) {
+	if r.hostErr != nil {
+		r.hostErr(ctx, c.program.Name, c.tool, err)
+	}
 }
 
 func (r *Runtime) deadlineError(full string) error {
@@ -568,7 +644,7 @@ func (r *Runtime) nested(ctx context.Context, c *Call, program, tool string, arg
 	if c.depth+1 > r.maxDepth {
 		return c.Refuse(fmt.Sprintf("berm.call %s: refused: call depth %d exceeds the limit of %d", full, c.depth+1, r.maxDepth))
 	}
-	out, err := r.call(ctx, program, tool, args, c.depth+1)
+	out, err := r.call(ctx, program, tool, args, c)
 	switch {
 	case err != nil:
 		return c.Refuse("berm.call " + err.Error())

@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -403,4 +405,112 @@ func TestConcurrentCalls(t *testing.T) {
 		}()
 	}
 	wg.Wait()
+}
+
+// TestHostErrorsStayOnTheHost has host syscalls fail with an *os.PathError (as
+// the data store's would), panic with one, and refuse with one: the program
+// and its callers see the syscall's name and "host error", the embedder's
+// HostError gets the error itself.
+func TestHostErrorsStayOnTheHost(t *testing.T) {
+	const secret = "/srv/berm-root/data/hosterr/k"
+	pathErr := func() error { return &os.PathError{Op: "remove", Path: secret, Err: syscall.EIO} }
+	var mu sync.Mutex
+	var reported []string
+	syscalls := []runtime.Syscall{
+		{Name: "test.oops", Func: func(context.Context, *runtime.Call, [][]byte) (uint64, error) {
+			return 0, pathErr()
+		}},
+		{Name: "test.panic", Func: func(context.Context, *runtime.Call, [][]byte) (uint64, error) {
+			panic(pathErr())
+		}},
+		{Name: "test.refuse", Func: func(ctx context.Context, c *runtime.Call, _ [][]byte) (uint64, error) {
+			return c.RefuseHost(ctx, pathErr()), nil
+		}},
+	}
+	rt := newRuntimeDepth(t, runtime.DefaultCallDepth, syscalls, &runtime.Options{
+		HostError: func(_ context.Context, program, tool string, err error) {
+			var pe *os.PathError
+			if !errors.As(err, &pe) || pe.Path != secret {
+				t.Errorf("HostError got %v, want the *os.PathError", err)
+			}
+			mu.Lock()
+			reported = append(reported, program+"."+tool+": "+err.Error())
+			mu.Unlock()
+		},
+	})
+	deployLocal(t, rt, "hosterr", "hosterr.wasm")
+	ctx := context.Background()
+	tests := []struct {
+		tool string
+		want want
+	}{
+		{"oops", want{err: runtime.ErrTrap, words: []string{"hosterr.oops: program trapped: syscall test.oops: host error"}}},
+		{"panic", want{err: runtime.ErrTrap, words: []string{"hosterr.panic: program trapped: syscall test.panic: host error"}}},
+		{"refuse", want{result: "refused:test.refuse: host error"}},
+		{"call_oops", want{result: "refused:berm.call hosterr.oops: program trapped: syscall test.oops: host error"}},
+		{"call_panic", want{result: "refused:berm.call hosterr.panic: program trapped: syscall test.panic: host error"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.tool, func(t *testing.T) {
+			mu.Lock()
+			reported = nil
+			mu.Unlock()
+			out, err := rt.Call(ctx, "hosterr", tt.tool, []byte(`{}`))
+			check(t, out, err, tt.want)
+			if err != nil {
+				if strings.Contains(err.Error(), secret) || !errors.Is(err, runtime.ErrHost) {
+					t.Errorf("error %q: want ErrHost, and no host path", err)
+				}
+			}
+			if strings.Contains(string(out.Result), secret) {
+				t.Errorf("the program saw %q", out.Result)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if len(reported) != 1 || !strings.Contains(reported[0], secret) || !strings.Contains(reported[0], "syscall test.") {
+				t.Errorf("HostError got %q, want the one error, its syscall named", reported)
+			}
+		})
+	}
+}
+
+func TestLogLimits(t *testing.T) {
+	type line struct{ at, text string }
+	tests := []struct {
+		limits runtime.Limits
+		tool   string
+		want   []line // the first lines, then the last
+		total  int
+	}{
+		{runtime.Limits{}, "spam", []line{{"logloop.spam", "spam"},
+			{"logloop.spam", "berm: 4000 log lines dropped (limit 1000 lines, 1048576 bytes per call)"}}, 1001},
+		{runtime.Limits{}, "big", []line{{"logloop.big", strings.Repeat("x", runtime.MaxLogLine)},
+			{"logloop.big", "berm: 84 log lines dropped (limit 1000 lines, 1048576 bytes per call)"}}, 17},
+		{runtime.Limits{MaxLogLines: 10, MaxLogBytes: 24}, "spam", []line{{"logloop.spam", "spam"},
+			{"logloop.spam", "berm: 4994 log lines dropped (limit 10 lines, 24 bytes per call)"}}, 7},
+		// Nested calls share the caller's budget; the count comes once, at the end.
+		{runtime.Limits{}, "spam_call", []line{{"logloop.spam_call", "spam"},
+			{"logloop.spam_call", "berm: 4600 log lines dropped (limit 1000 lines, 1048576 bytes per call)"}}, 1001},
+	}
+	for _, tt := range tests {
+		t.Run(fmt.Sprintf("%s %d %d", tt.tool, tt.limits.MaxLogLines, tt.limits.MaxLogBytes), func(t *testing.T) {
+			var mu sync.Mutex
+			var got []line
+			rt := newRuntime(t, &runtime.Options{Limits: tt.limits, Log: func(_ context.Context, program, tool string, b []byte) {
+				mu.Lock()
+				got = append(got, line{program + "." + tool, string(b)})
+				mu.Unlock()
+			}})
+			deployLocal(t, rt, "logloop", "logloop.wasm")
+			out, err := rt.Call(context.Background(), "logloop", tt.tool, []byte(`{}`))
+			check(t, out, err, want{result: "done"})
+			if len(got) != tt.total || got[0] != tt.want[0] || got[len(got)-1] != tt.want[1] {
+				last := got[len(got)-1]
+				if len(last.text) > 100 {
+					last.text = last.text[:100] + "..."
+				}
+				t.Fatalf("%d lines, the last %q, want %d, the first %.40q and the last %q", len(got), last, tt.total, tt.want[0], tt.want[1])
+			}
+		})
+	}
 }

@@ -3,6 +3,7 @@ package runtime
 import (
 	"context"
 	"encoding/binary"
+	"fmt"
 
 	"github.com/tetratelabs/wazero/api"
 )
@@ -47,7 +48,9 @@ type Syscall struct {
 	// Func handles one invocation. in holds the input as Input says (nil for
 	// Unused); its bytes alias the program's memory, so copy what you keep.
 	// The returned value goes back to the program; stage bytes with the
-	// Call's methods. An error traps the instance.
+	// Call's methods. An error, the host's failure, traps the instance: the
+	// program sees only "syscall NAME: host error", and the error itself goes
+	// to Options.HostError. A panic is taken for an error.
 	Func func(ctx context.Context, c *Call, in [][]byte) (uint64, error)
 }
 
@@ -73,6 +76,11 @@ type Call struct {
 	failure      outcomeBytes
 	failed       bool
 	staged       []byte
+	syscall      string // the host syscall running, for RefuseHost
+
+	logs    *logBudget // the top-level call's, shared by nested calls
+	ownLogs logBudget
+	mem     callMemory
 }
 
 // Program is the deployed name of the program making the syscall.
@@ -100,8 +108,35 @@ func (c *Call) Refuse(msg string) uint64 {
 	return uint64(len(c.staged)) | ErrorBit | HostBit
 }
 
+// RefuseHost is Refuse for the host's own failure (a full disk, say): err
+// goes to Options.HostError, and the program gets only "NAME: host error",
+// NAME the syscall running. Use it rather than putting err's text in a
+// refusal, which may name the host's files.
+func (c *Call) RefuseHost(ctx context.Context, err error) uint64 {
+	c.rt.hostFailed(ctx, c, fmt.Errorf("syscall %s: %w", c.syscall, err))
+	return c.Refuse(fmt.Sprintf("%s: %v", c.syscall, ErrHost))
+}
+
 // MaxLogLine bounds one berm.log line; longer lines are cut to it.
 const MaxLogLine = 64 << 10
+
+// logBudget is what berm.log may still write in a top-level call.
+type logBudget struct {
+	lines, bytes int
+	dropped      int
+}
+
+// take reports whether a line of n bytes is written. Once one is dropped,
+// every later one is too, so that the log is a prefix of what was written.
+func (b *logBudget) take(n int) bool {
+	if b.dropped > 0 || b.lines == 0 || n > b.bytes {
+		b.dropped++
+		return false
+	}
+	b.lines--
+	b.bytes -= n
+	return true
+}
 
 // handler is a linked syscall: it reads its own input from memory.
 type handler struct {
@@ -144,7 +179,7 @@ func coreHandlers() []handler {
 			if len(line) > MaxLogLine {
 				line = line[:MaxLogLine]
 			}
-			if c.rt.log != nil {
+			if c.rt.log != nil && c.logs.take(len(line)) {
 				c.rt.log(ctx, c.program.Name, c.tool, append([]byte(nil), line...))
 			}
 			return 0
@@ -170,12 +205,29 @@ func hostHandler(s Syscall) handler {
 		case s.Input > 0:
 			in = frame(s.Name, read(mem, s.Name, ptr, n), int(s.Input))
 		}
-		v, err := s.Func(ctx, c, in)
+		c.syscall = s.Name
+		v, err := callHost(ctx, c, s, in)
+		c.syscall = ""
 		if err != nil {
-			panic(trapf("syscall %s: %v", s.Name, err))
+			c.rt.hostFailed(ctx, c, fmt.Errorf("syscall %s: %w", s.Name, err))
+			panic(&trap{msg: fmt.Sprintf("syscall %s: %v", s.Name, ErrHost), err: ErrHost})
 		}
 		return v
 	}}
+}
+
+// callHost runs an embedder's Func, taking a panic for its error: wazero
+// would report the panic's text, which may name anything of the host's.
+func callHost(ctx context.Context, c *Call, s Syscall, in [][]byte) (v uint64, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("panic: %v", p)
+			if perr, ok := p.(error); ok {
+				err = fmt.Errorf("panic: %w", perr)
+			}
+		}
+	}()
+	return s.Func(ctx, c, in)
 }
 
 // read returns the n bytes at ptr, trapping when any is outside memory. Zero

@@ -1,0 +1,251 @@
+package runtime
+
+import (
+	"sync"
+	"sync/atomic"
+
+	"github.com/tetratelabs/wazero/experimental"
+)
+
+// An instance's memory lives in a region reserved at the memory limit and
+// made accessible as it grows (memory_mmap.go), so growing never copies and
+// the process holds only the pages a program touched. wazero's default
+// appends to a Go slice: each grow past its capacity copies the whole memory,
+// and the old copies wait for the collector (a program growing a page at a
+// time to 128 MiB peaked at over 500 MiB). Where regions cannot be reserved,
+// memory is a Go slice as in wazero's default, still counted against
+// Limits.TotalMemory.
+
+// memoryBudget counts the memory of a runtime's live instances against
+// Limits.TotalMemory.
+type memoryBudget struct {
+	limit uint64 // 0: unbounded, and nothing is counted
+	used  atomic.Uint64
+}
+
+func (b *memoryBudget) take(n uint64) bool {
+	if b.limit == 0 || n == 0 {
+		return true
+	}
+	for {
+		used := b.used.Load()
+		if used+n > b.limit || used+n < used {
+			return false
+		}
+		if b.used.CompareAndSwap(used, used+n) {
+			return true
+		}
+	}
+}
+
+func (b *memoryBudget) give(n uint64) {
+	if b.limit != 0 && n != 0 {
+		b.used.Add(-n)
+	}
+}
+
+// callMemory is the allocator of one call's instance. Its memory is released
+// by the call once the instance has stopped, not by wazero's Free: wazero
+// frees on Close, which a Runtime.Close or a deadline can do from another
+// goroutine while the program still runs on this one, and unmapping memory
+// under running code would crash the process. Releasing at the end of the
+// call also covers an instantiation that fails after allocating.
+type callMemory struct {
+	rt    *Runtime
+	first linearMemory
+	more  []*linearMemory // a second memory, which wazero 1.x never makes
+}
+
+// prepay takes the instance's minimum from the budget before instantiating:
+// wazero cannot fail the first allocation (it indexes what it gets), so a
+// full budget must be found before it starts.
+func (m *callMemory) prepay(rt *Runtime, n uint64) bool {
+	m.rt = rt
+	if !rt.budget.take(n) {
+		return false
+	}
+	m.first.charged = n
+	return true
+}
+
+// Allocate implements experimental.MemoryAllocator.
+func (m *callMemory) Allocate(_, _ uint64) experimental.LinearMemory {
+	l := &m.first
+	if l.budget != nil {
+		l = &linearMemory{}
+		m.more = append(m.more, l)
+	}
+	l.budget = &m.rt.budget
+	l.region = m.rt.regions.get()
+	return l
+}
+
+// release gives back what the call's instance held; the instance has stopped.
+func (m *callMemory) release() {
+	if m.rt == nil {
+		return
+	}
+	m.first.release(m.rt)
+	for _, l := range m.more {
+		l.release(m.rt)
+	}
+}
+
+// linearMemory implements experimental.LinearMemory over a region, or over a
+// Go slice where no region could be had.
+type linearMemory struct {
+	budget  *memoryBudget
+	charged uint64 // bytes taken from budget
+	region  *region
+	buf     []byte
+}
+
+// Reallocate implements experimental.LinearMemory. nil fails the grow, which
+// the program sees as memory.grow returning -1.
+func (l *linearMemory) Reallocate(size uint64) []byte {
+	first := l.buf == nil
+	if size > l.charged {
+		// The first allocation cannot fail (see prepay); it is prepaid, so
+		// this is only a safeguard.
+		if !l.budget.take(size-l.charged) && !first {
+			return nil
+		}
+		l.charged = size
+	}
+	if l.region != nil {
+		if b := l.region.commit(size); b != nil {
+			l.buf = b
+			return b
+		}
+		if !first {
+			return nil
+		}
+		// The system refused to commit the first pages: fall back to the heap.
+		l.region.free()
+		l.region = nil
+	}
+	if size <= uint64(cap(l.buf)) {
+		l.buf = l.buf[:size]
+	} else {
+		l.buf = append(l.buf, make([]byte, size-uint64(len(l.buf)))...)
+	}
+	if l.buf == nil {
+		l.buf = []byte{}
+	}
+	return l.buf
+}
+
+// Free implements experimental.LinearMemory: nothing, see callMemory.
+func (l *linearMemory) Free() {}
+
+func (l *linearMemory) release(rt *Runtime) {
+	rt.budget.give(l.charged)
+	if l.region != nil {
+		rt.regions.put(l.region, uint64(len(l.buf)))
+	}
+	*l = linearMemory{}
+}
+
+// Regions are kept for reuse: reserving, committing and unmapping cost
+// system calls and page faults on every call, which a tiny call notices.
+const (
+	// maxFreeRegions bounds the regions kept, beyond which a released one is
+	// unmapped.
+	maxFreeRegions = 16
+	// keepDirty is the most memory a released region is zeroed in place
+	// rather than replaced by fresh pages: clearing a little memory is cheaper
+	// than faulting it in again, but clearing a lot would keep it resident
+	// (and touch pages the program never did).
+	keepDirty = 1 << 20
+)
+
+// regionPool reserves regions of one size, the memory limit, and keeps a few
+// released ones. A region comes back zeroed, as fresh memory must be.
+type regionPool struct {
+	size   uint64
+	mu     sync.Mutex
+	free   []*region
+	closed bool
+}
+
+// get returns a region, or nil where none can be reserved.
+func (p *regionPool) get() *region {
+	p.mu.Lock()
+	if n := len(p.free); n > 0 {
+		r := p.free[n-1]
+		p.free = p.free[:n-1]
+		p.mu.Unlock()
+		return r
+	}
+	p.mu.Unlock()
+	return reserveRegion(p.size)
+}
+
+// put takes back a region whose first used bytes an instance had.
+func (p *regionPool) put(r *region, used uint64) {
+	if used <= keepDirty && used <= r.rw {
+		clear(r.mem[:used])
+	} else if !r.reset() {
+		r.free()
+		return
+	}
+	p.mu.Lock()
+	if p.closed || len(p.free) >= maxFreeRegions {
+		p.mu.Unlock()
+		r.free()
+		return
+	}
+	p.free = append(p.free, r)
+	p.mu.Unlock()
+}
+
+// close unmaps the kept regions; those still in use are unmapped when put.
+func (p *regionPool) close() {
+	p.mu.Lock()
+	free := p.free
+	p.free, p.closed = nil, true
+	p.mu.Unlock()
+	for _, r := range free {
+		r.free()
+	}
+}
+
+// region is an address range reserved at the memory limit, whose first rw
+// bytes are readable and writable and the rest inaccessible. The program
+// reaches only its memory's length; the rest is never touched.
+type region struct {
+	mem []byte
+	rw  uint64
+}
+
+// commit makes the first size bytes accessible and returns them, or nil.
+func (r *region) commit(size uint64) []byte {
+	if size > uint64(len(r.mem)) {
+		return nil
+	}
+	if size > r.rw {
+		if !protect(r.mem[r.rw:size]) {
+			return nil
+		}
+		r.rw = size
+	}
+	return r.mem[:size:size]
+}
+
+// reset replaces what was committed with fresh, inaccessible pages, which
+// read as zeros once committed again.
+func (r *region) reset() bool {
+	if r.rw == 0 {
+		return true
+	}
+	if !remap(r.mem[:r.rw]) {
+		return false
+	}
+	r.rw = 0
+	return true
+}
+
+func (r *region) free() {
+	unmap(r.mem)
+	r.mem, r.rw = nil, 0
+}
