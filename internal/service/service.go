@@ -420,10 +420,10 @@ func (s *Service) commit(p *Program, prepared *runtime.Program, err error) {
 	defer s.publish.Unlock()
 	defer close(p.ready)
 	s.mu.Lock()
-	if s.want[p.Name] != p {
+	if s.want[p.Name] != p || s.work.Err() != nil {
 		s.mu.Unlock()
 		if prepared != nil {
-			prepared.Close() // superseded while it compiled
+			prepared.Close() // superseded while it compiled, or shutting down
 		}
 		return
 	}
