@@ -8,8 +8,9 @@ import (
 
 // A call's handler returns before the SDK writes its response, and closing a
 // session drops responses not yet written. So the server counts, at the
-// transport, the requests it owes a response (lineConn over stdio, owing
-// over HTTP), and shutdown waits for them.
+// transport, the requests it owes a response (lineConn over stdio, by id;
+// owing over HTTP), and shutdown waits for them, as the end of stdin does
+// (lineConn.settle).
 
 // owing counts HTTP requests to /mcp until their handler has written the
 // response; GET is left out, being the long-lived stream of notifications.

@@ -6,30 +6,72 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"sync"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
+// RunStdio serves MCP over r and w (stdin and stdout) until the client hangs
+// up or ctx is done; then it lets calls in flight finish (up to drain) and
+// writes their responses.
+func (s *Server) RunStdio(ctx context.Context, r io.Reader, w io.Writer, drain time.Duration) error {
+	runCtx, stop := context.WithCancel(context.WithoutCancel(ctx))
+	defer stop()
+	go func() {
+		select {
+		case <-ctx.Done():
+			s.shutdown(drain)
+			stop()
+		case <-runCtx.Done():
+		}
+	}()
+	err := s.mcp.Run(runCtx, lineTransport{r: r, w: w, s: s, drain: drain})
+	if runCtx.Err() != nil {
+		return nil
+	}
+	return err
+}
+
 // maxLine bounds one JSON-RPC message over stdio, as the SDK's own stdio
 // transport does.
 const maxLine = mcp.DefaultMaxLineLength
 
+// idScan is how much of a line over maxLine is searched for its id.
+const idScan = 64 << 10
+
+// settleGrace is added to drain while the end of input waits for responses:
+// drain is as long as a call may run, and a call read just before the end
+// may not have started yet (it may wait for its program to compile), nor
+// has its outcome been encoded.
+const settleGrace = time.Second
+
 // lineTransport is MCP's stdio framing, one JSON-RPC message a line, on which
 // a malformed line gets a parse error (-32700, id null, as JSON-RPC says) and
 // the next line is read: the SDK's own transport stops reading at the first,
-// dropping the calls in flight. It also counts the requests the server owes a
-// response, for shutdown (see owed.go).
+// dropping the calls in flight. It holds back the end of input until the
+// calls read have been answered (see settle), and counts the requests the
+// server owes a response, for shutdown (see owed.go).
 type lineTransport struct {
-	r io.Reader
-	w io.Writer
-	s *Server
+	r     io.Reader
+	w     io.Writer
+	s     *Server
+	drain time.Duration
 }
 
 func (t lineTransport) Connect(context.Context) (mcp.Connection, error) {
-	c := &lineConn{s: t.s, w: t.w, in: make(chan lineMsg), closed: make(chan struct{})}
+	c := &lineConn{
+		s:        t.s,
+		w:        t.w,
+		drain:    t.drain,
+		in:       make(chan lineMsg),
+		closed:   make(chan struct{}),
+		owing:    map[jsonrpc.ID]bool{},
+		answered: make(chan struct{}, 1),
+	}
 	go c.readLoop(t.r)
 	return c, nil
 }
@@ -42,21 +84,32 @@ type lineMsg struct {
 type lineConn struct {
 	s         *Server
 	w         io.Writer
+	drain     time.Duration
 	wmu       sync.Mutex
 	in        chan lineMsg
 	closed    chan struct{}
 	closeOnce sync.Once
+
+	mu       sync.Mutex
+	owing    map[jsonrpc.ID]bool // calls read whose response is not yet written
+	answered chan struct{}       // a token after each response, for settle
 }
 
 func (c *lineConn) readLoop(r io.Reader) {
 	br := bufio.NewReaderSize(r, 64<<10)
 	for {
-		line, err := readLine(br)
+		line, n, err := readLine(br)
 		if line = bytes.TrimSpace(line); len(line) > 0 {
-			switch msg, derr := decodeLine(line); {
-			case derr != nil:
+			var derr []byte
+			var msg jsonrpc.Message
+			if n > maxLine {
+				derr = overLimit(line, n)
+			} else {
+				msg, derr = decodeLine(line)
+			}
+			if derr != nil {
 				c.writeRaw(derr)
-			default:
+			} else {
 				select {
 				case c.in <- lineMsg{msg: msg}:
 				case <-c.closed:
@@ -74,17 +127,20 @@ func (c *lineConn) readLoop(r io.Reader) {
 	}
 }
 
-// readLine reads through the next newline. A line over maxLine is read to its
-// end and returned cut, so that it fails to decode and the next line is whole.
-func readLine(br *bufio.Reader) ([]byte, error) {
+// readLine reads through the next newline and returns it with its length. A
+// line over maxLine is read to its end and returned cut to its first maxLine
+// bytes at most, so that the next line is whole.
+func readLine(br *bufio.Reader) ([]byte, int, error) {
 	var line []byte
+	n := 0
 	for {
 		chunk, err := br.ReadSlice('\n')
-		if len(line)+len(chunk) <= maxLine {
+		n += len(chunk)
+		if n <= maxLine {
 			line = append(line, chunk...)
 		}
 		if err != bufio.ErrBufferFull {
-			return line, err
+			return line, n, err
 		}
 	}
 }
@@ -92,22 +148,95 @@ func readLine(br *bufio.Reader) ([]byte, error) {
 // decodeLine decodes one message, or returns the error response to write.
 func decodeLine(line []byte) (jsonrpc.Message, []byte) {
 	if line[0] == '[' {
-		return nil, errorLine(jsonrpc.CodeInvalidRequest, "JSON-RPC batches are not supported: send one message a line")
+		return nil, errorLine(nil, jsonrpc.CodeInvalidRequest, "JSON-RPC batches are not supported: send one message a line")
 	}
 	if !json.Valid(line) {
-		return nil, errorLine(jsonrpc.CodeParseError, "parse error: a line is not one JSON value")
+		return nil, errorLine(nil, jsonrpc.CodeParseError, "parse error: a line is not one JSON value")
 	}
 	msg, err := jsonrpc.DecodeMessage(line)
 	if err != nil {
-		return nil, errorLine(jsonrpc.CodeInvalidRequest, "invalid request: "+err.Error())
+		return nil, errorLine(nil, jsonrpc.CodeInvalidRequest, "invalid request: "+err.Error())
 	}
 	return msg, nil
 }
 
-func errorLine(code int64, message string) []byte {
+// overLimit is the error response to a line of n bytes, over maxLine, whose
+// first bytes are kept: addressed to the request's id when those bytes hold
+// it, so that a client waiting on that id is not left waiting.
+func overLimit(kept []byte, n int) []byte {
+	msg := fmt.Sprintf("invalid request: a line of %d bytes is over the limit of %d (one JSON-RPC message a line)", n, maxLine)
+	return errorLine(leadingID(kept), jsonrpc.CodeInvalidRequest, msg)
+}
+
+// leadingID is the id of the JSON object that kept begins, as the SDK would
+// read it (an integer or a string), when the first idScan bytes hold it: a
+// top-level "id" key with its value whole, and no other top-level "id".
+// Otherwise it is nil (id null). Clients write the id before the params,
+// whose size is what puts a line over the limit.
+func leadingID(kept []byte) any {
+	if len(kept) > idScan {
+		kept = kept[:idScan] // the rest costs a scan of up to 16 MiB
+	}
+	dec := json.NewDecoder(bytes.NewReader(kept))
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+		return nil
+	}
+	var id any
+	found := false
+	depth := 1      // of the next token
+	isKey := true   // whether the next token at depth 1 is a key
+	idNext := false // whether the next token is the value of a top-level "id"
+	for {
+		tok, err := dec.Token()
+		if err != nil {
+			break // the cut, or the end of the object
+		}
+		switch {
+		case idNext:
+			idNext = false
+			switch v := tok.(type) {
+			case float64:
+				// A number the cut ends may be the start of a longer one.
+				if v != float64(int64(v)) || dec.InputOffset() == int64(len(kept)) {
+					return nil
+				}
+			case string:
+			default:
+				return nil // null, an object, an array: not an id to answer
+			}
+			if found {
+				return nil // two ids: ambiguous
+			}
+			id, found = tok, true
+			isKey = true
+		case tok == json.Delim('{') || tok == json.Delim('['):
+			depth++
+		case tok == json.Delim('}') || tok == json.Delim(']'):
+			depth--
+			if depth == 1 {
+				isKey = true
+			}
+		case depth == 1 && isKey:
+			idNext = tok == "id"
+			isKey = false
+		case depth == 1:
+			isKey = true
+		}
+	}
+	if !found {
+		return nil
+	}
+	mid, err := jsonrpc.MakeID(id)
+	if err != nil {
+		return nil
+	}
+	return mid.Raw()
+}
+
+func errorLine(id any, code int64, message string) []byte {
 	b, _ := json.Marshal(map[string]any{
 		"jsonrpc": "2.0",
-		"id":      nil,
+		"id":      id,
 		"error":   map[string]any{"code": code, "message": message},
 	})
 	return append(b, '\n')
@@ -117,10 +246,11 @@ func (c *lineConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 	select {
 	case m := <-c.in:
 		if m.err != nil {
+			c.settle()
 			return nil, m.err
 		}
 		if r, ok := m.msg.(*jsonrpc.Request); ok && r.IsCall() {
-			c.s.owed.Add(1)
+			c.owe(r.ID)
 		}
 		return m.msg, nil
 	case <-c.closed:
@@ -130,21 +260,90 @@ func (c *lineConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 	}
 }
 
+// settle holds back the end of input until every call read has been
+// answered. The SDK ends the session as soon as Read reports it, cancelling
+// the calls in flight and dropping their responses: a client that writes its
+// requests and closes stdin (printf | berm serve --stdio) would get none.
+// Writes go on meanwhile, notifications too. It gives up when the SDK closes
+// the connection (as it does once a write fails: the client is gone), or once
+// drain (and a grace) passes without a response written, lest something
+// never answered keep the process alive: a request the server sent the
+// client, which can no longer answer, or a call the SDK refused without a
+// response.
+func (c *lineConn) settle() {
+	wait := c.drain + settleGrace
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	for {
+		c.mu.Lock()
+		n := len(c.owing)
+		c.mu.Unlock()
+		if n == 0 {
+			return
+		}
+		select {
+		case <-c.answered:
+			t.Reset(wait) // calls past MaxConcurrent start as others end
+		case <-t.C:
+			c.s.log.Warn("stdin closed: responses not written", "calls", n, "waited", wait)
+			return
+		case <-c.closed:
+			return
+		}
+	}
+}
+
+// owe records a call read. A call whose id is already owed is one the SDK
+// refuses without a response, so it is not counted again.
+func (c *lineConn) owe(id jsonrpc.ID) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.owing[id] {
+		c.owing[id] = true
+		c.s.owed.Add(1)
+	}
+}
+
 func (c *lineConn) Write(_ context.Context, m jsonrpc.Message) error {
+	resp, isResp := m.(*jsonrpc.Response)
 	data, err := jsonrpc.EncodeMessage(m)
 	if err != nil {
+		if isResp {
+			c.paid(resp.ID)
+		}
 		return err
 	}
-	err = c.writeRaw(append(data, '\n'))
-	if _, ok := m.(*jsonrpc.Response); ok {
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	if isResp {
+		// Before the bytes go out: a client that has read them may reuse
+		// the id at once, and that call must be owed anew.
+		c.paid(resp.ID)
+	}
+	return c.writeLocked(append(data, '\n'))
+}
+
+// paid records a response written (or that never will be).
+func (c *lineConn) paid(id jsonrpc.ID) {
+	c.mu.Lock()
+	if c.owing[id] {
+		delete(c.owing, id)
 		c.s.owed.Add(-1)
 	}
-	return err
+	c.mu.Unlock()
+	select {
+	case c.answered <- struct{}{}:
+	default:
+	}
 }
 
 func (c *lineConn) writeRaw(b []byte) error {
 	c.wmu.Lock()
 	defer c.wmu.Unlock()
+	return c.writeLocked(b)
+}
+
+func (c *lineConn) writeLocked(b []byte) error {
 	select {
 	case <-c.closed:
 		return errors.New("connection closed")
