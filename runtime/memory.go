@@ -147,16 +147,19 @@ func (l *linearMemory) release(rt *Runtime) {
 }
 
 // Regions are kept for reuse: reserving, committing and unmapping cost
-// system calls and page faults on every call, which a tiny call notices.
+// system calls, and fresh pages cost faults, on every call; without reuse a
+// tiny call took three times as long.
 const (
 	// maxFreeRegions bounds the regions kept, beyond which a released one is
 	// unmapped.
 	maxFreeRegions = 16
-	// keepDirty is the most memory a released region is zeroed in place
-	// rather than replaced by fresh pages: clearing a little memory is cheaper
-	// than faulting it in again, but clearing a lot would keep it resident
-	// (and touch pages the program never did).
-	keepDirty = 1 << 20
+	// A released region whose accessible part is at most keepDirty is zeroed
+	// in place and kept accessible, as long as the kept regions hold at most
+	// maxDirty such bytes: clearing a few MiB (a Go program's 3.3 MiB, say)
+	// is cheaper than faulting them in again, but what is cleared stays
+	// resident, outside Limits.TotalMemory. A larger one gets fresh pages.
+	keepDirty = 4 << 20
+	maxDirty  = 32 << 20
 )
 
 // regionPool reserves regions of one size, the memory limit, and keeps a few
@@ -165,6 +168,7 @@ type regionPool struct {
 	size   uint64
 	mu     sync.Mutex
 	free   []*region
+	dirty  uint64 // accessible bytes of the kept regions
 	closed bool
 }
 
@@ -174,6 +178,7 @@ func (p *regionPool) get() *region {
 	if n := len(p.free); n > 0 {
 		r := p.free[n-1]
 		p.free = p.free[:n-1]
+		p.dirty -= r.rw
 		p.mu.Unlock()
 		return r
 	}
@@ -183,14 +188,29 @@ func (p *regionPool) get() *region {
 
 // put takes back a region whose first used bytes an instance had.
 func (p *regionPool) put(r *region, used uint64) {
-	if used <= keepDirty && used <= r.rw {
-		clear(r.mem[:used])
-	} else if !r.reset() {
+	p.mu.Lock()
+	if p.closed || len(p.free) >= maxFreeRegions {
+		p.mu.Unlock()
 		r.free()
 		return
 	}
+	// The accessible bytes past used were zeroed before and never touched.
+	inPlace := used <= r.rw && r.rw <= keepDirty && p.dirty+r.rw <= maxDirty
+	if inPlace {
+		p.dirty += r.rw // counted now, so that concurrent puts stay under maxDirty
+	}
+	p.mu.Unlock()
+	ok := true
+	if inPlace {
+		clear(r.mem[:used])
+	} else {
+		ok = r.reset()
+	}
 	p.mu.Lock()
-	if p.closed || len(p.free) >= maxFreeRegions {
+	if !ok || p.closed || len(p.free) >= maxFreeRegions {
+		if inPlace {
+			p.dirty -= r.rw
+		}
 		p.mu.Unlock()
 		r.free()
 		return
@@ -203,7 +223,7 @@ func (p *regionPool) put(r *region, used uint64) {
 func (p *regionPool) close() {
 	p.mu.Lock()
 	free := p.free
-	p.free, p.closed = nil, true
+	p.free, p.dirty, p.closed = nil, 0, true
 	p.mu.Unlock()
 	for _, r := range free {
 		r.free()
