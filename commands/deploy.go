@@ -9,8 +9,8 @@ import (
 
 	"github.com/urfave/cli/v3"
 
+	"github.com/berm-dev/berm/internal/service"
 	"github.com/berm-dev/berm/manifest"
-	"github.com/berm-dev/berm/mcpserve"
 	"github.com/berm-dev/berm/registry"
 	"github.com/berm-dev/berm/runtime"
 	"github.com/berm-dev/berm/runtime/store"
@@ -55,6 +55,10 @@ berm.toml, in the current directory:
 			&cli.BoolFlag{Name: "json", Usage: `print {"name", "digest", "tools", "source"}`},
 		}, registryFlags()...), serverFlags()...),
 		Action: func(ctx context.Context, cmd *cli.Command) error {
+			if cmd.IsSet("example") && cmd.String("example") == "" {
+				// Not the same as no --example, which deploys berm.toml.
+				return usagef("--example needs a NAME")
+			}
 			opts := deployOptions{
 				root:      cmd.String("root"),
 				example:   cmd.String("example"),
@@ -68,7 +72,7 @@ berm.toml, in the current directory:
 }
 
 func runDeploy(ctx context.Context, e *env, opts deployOptions, args []string) error {
-	var info mcpserve.ProgramInfo
+	var info service.Info
 	var err error
 	switch {
 	case opts.example != "" && len(args) <= 1:
@@ -94,123 +98,123 @@ func runDeploy(ctx context.Context, e *env, opts deployOptions, args []string) e
 }
 
 // deployExample deploys the embedded example under its name, or [NAME].
-func deployExample(ctx context.Context, opts deployOptions, args []string) (mcpserve.ProgramInfo, error) {
+func deployExample(ctx context.Context, opts deployOptions, args []string) (service.Info, error) {
 	name := opts.example
 	if len(args) == 1 {
 		name = args[0]
 	}
 	image, err := exampleImage(opts.example)
 	if err != nil {
-		return mcpserve.ProgramInfo{}, err
+		return service.Info{}, err
 	}
 	return deployImage(ctx, opts, name, image, "example:"+opts.example)
 }
 
 // deployArg deploys NAME FILE|REF.
-func deployArg(ctx context.Context, e *env, opts deployOptions, name, arg string) (mcpserve.ProgramInfo, error) {
+func deployArg(ctx context.Context, e *env, opts deployOptions, name, arg string) (service.Info, error) {
 	if err := manifest.CheckProgramName(name); err != nil {
-		return mcpserve.ProgramInfo{}, err
+		return service.Info{}, err
 	}
 	if !isReference(arg) {
 		image, err := readImageFile(arg)
 		if err != nil {
-			return mcpserve.ProgramInfo{}, err
+			return service.Info{}, err
 		}
 		source, err := filepath.Abs(arg)
 		if err != nil {
-			return mcpserve.ProgramInfo{}, err
+			return service.Info{}, err
 		}
 		return deployImage(ctx, opts, name, image, source)
 	}
 	client, err := opts.client()
 	if err != nil {
-		return mcpserve.ProgramInfo{}, err
+		return service.Info{}, err
 	}
 	if client != nil {
 		return client.DeployRef(ctx, name, arg)
 	}
-	st, err := store.Open(opts.root)
+	st, err := openStore(opts.root)
 	if err != nil {
-		return mcpserve.ProgramInfo{}, err
+		return service.Info{}, err
 	}
 	rc, err := newRegistryClient(e, opts.plainHTTP)
 	if err != nil {
-		return mcpserve.ProgramInfo{}, err
+		return service.Info{}, err
 	}
 	image, source, err := pullThroughStore(ctx, rc, st, arg)
 	if err != nil {
-		return mcpserve.ProgramInfo{}, err
+		return service.Info{}, err
 	}
 	return deployLocal(ctx, st, name, image, source)
 }
 
 // deployProject deploys what berm.toml describes: its wasm under its name,
 // or, with --server, pushed to its image and deployed by the server from there.
-func deployProject(ctx context.Context, e *env, opts deployOptions) (mcpserve.ProgramInfo, error) {
+func deployProject(ctx context.Context, e *env, opts deployOptions) (service.Info, error) {
 	dir, err := os.Getwd()
 	if err != nil {
-		return mcpserve.ProgramInfo{}, err
+		return service.Info{}, err
 	}
 	p, err := readProject(dir)
 	if err != nil {
-		return mcpserve.ProgramInfo{}, err
+		return service.Info{}, err
 	}
 	if err := p.need("name"); err != nil {
-		return mcpserve.ProgramInfo{}, err
+		return service.Info{}, err
 	}
 	image, err := p.module()
 	if err != nil {
-		return mcpserve.ProgramInfo{}, err
+		return service.Info{}, err
 	}
 	if opts.server == "" {
 		return deployImage(ctx, opts, p.Name, image, p.Wasm)
 	}
 	// Through a server, the module goes to berm.toml's image first.
 	if err := p.need("image"); err != nil {
-		return mcpserve.ProgramInfo{}, err
+		return service.Info{}, err
 	}
 	rc, err := newRegistryClient(e, opts.plainHTTP)
 	if err != nil {
-		return mcpserve.ProgramInfo{}, err
+		return service.Info{}, err
 	}
 	pushed, err := rc.Push(ctx, p.Image, image, &registry.PushOptions{Title: filepath.Base(p.Wasm)})
 	if err != nil {
-		return mcpserve.ProgramInfo{}, err
+		return service.Info{}, err
 	}
 	fmt.Fprintf(e.stderr, "berm: pushed %s; %s deploys it as %s\n", pinned(pushed), opts.server, p.Name)
 	client, err := opts.client()
 	if err != nil {
-		return mcpserve.ProgramInfo{}, err
+		return service.Info{}, err
 	}
 	return client.DeployRef(ctx, p.Name, pinned(pushed))
 }
 
 // deployImage deploys image bytes here, or uploads them to --server.
-func deployImage(ctx context.Context, opts deployOptions, name string, image []byte, source string) (mcpserve.ProgramInfo, error) {
+func deployImage(ctx context.Context, opts deployOptions, name string, image []byte, source string) (service.Info, error) {
 	if err := manifest.CheckProgramName(name); err != nil {
-		return mcpserve.ProgramInfo{}, err
+		return service.Info{}, err
 	}
 	client, err := opts.client()
 	if err != nil {
-		return mcpserve.ProgramInfo{}, err
+		return service.Info{}, err
 	}
 	if client != nil {
 		return client.Deploy(ctx, name, image, source)
 	}
-	st, err := store.Open(opts.root)
+	st, err := openStore(opts.root)
 	if err != nil {
-		return mcpserve.ProgramInfo{}, err
+		return service.Info{}, err
 	}
 	return deployLocal(ctx, st, name, image, source)
 }
 
-func deployLocal(ctx context.Context, st *store.Store, name string, image []byte, source string) (mcpserve.ProgramInfo, error) {
+func deployLocal(ctx context.Context, st *store.Store, name string, image []byte, source string) (service.Info, error) {
 	rt, err := newRuntime(ctx, st, runtimeConfig{depth: runtime.DefaultCallDepth})
 	if err != nil {
-		return mcpserve.ProgramInfo{}, err
+		return service.Info{}, err
 	}
 	defer rt.Close(ctx)
-	return mcpserve.Deploy(ctx, rt, st, name, image, source, mcpserve.Underscore)
+	return newService(rt, st).Deploy(ctx, name, image, source)
 }
 
 func writeJSON(e *env, v any) error {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"syscall"
 
 	"github.com/berm-dev/berm/manifest"
 	"github.com/berm-dev/berm/mcpserve"
@@ -25,6 +26,13 @@ func (u usageError) Unwrap() error { return u.err }
 
 func usagef(format string, args ...any) error { return usageError{fmt.Errorf(format, args...)} }
 
+// outputError is a failure to write stdout: the command may have done its
+// work, but its output is lost. No hint: stdout is the caller's to fix.
+type outputError struct{ err error }
+
+func (o outputError) Error() string { return "output: " + o.err.Error() }
+func (o outputError) Unwrap() error { return o.err }
+
 // errorWithHint carries the fix for an error the user can make.
 type errorWithHint struct {
 	err  error
@@ -36,6 +44,18 @@ func (e errorWithHint) Unwrap() error { return e.err }
 
 func withHint(err error, format string, args ...any) error {
 	return errorWithHint{err: err, hint: fmt.Sprintf(format, args...)}
+}
+
+// hostHints are the host's faults whose fix does not depend on context.
+// They come before any other hint: a write that failed for want of disk
+// space must not send the user to fix an image or a name that is fine.
+var hostHints = []struct {
+	err  error
+	hint string
+}{
+	{syscall.ENOSPC, "the disk holding the root is full: free space or choose another --root"},
+	{syscall.EDQUOT, "the disk quota of the root is used up: free space or choose another --root"},
+	{syscall.EFBIG, "a limit on file size (ulimit -f) stops writes under the root: raise it"},
 }
 
 // hints gives the fix for the errors whose fix does not depend on context.
@@ -59,19 +79,34 @@ var hints = []struct {
 
 func printError(w io.Writer, err error) {
 	fmt.Fprintf(w, "berm: error: %v\n", err)
-	var h errorWithHint
-	var u usageError
-	switch {
-	case errors.As(err, &h):
-		fmt.Fprintf(w, "berm: hint: %s\n", h.hint)
-	case errors.As(err, &u):
-		fmt.Fprintf(w, "berm: hint: see `berm --help` or `berm COMMAND --help`\n")
-	default:
-		for _, x := range hints {
-			if errors.Is(err, x.err) {
-				fmt.Fprintf(w, "berm: hint: %s\n", x.hint)
-				break
-			}
+	if hint := hintFor(err); hint != "" {
+		fmt.Fprintf(w, "berm: hint: %s\n", hint)
+	}
+}
+
+// hintFor is the fix printed under err, or "".
+func hintFor(err error) string {
+	var o outputError
+	if errors.As(err, &o) {
+		return ""
+	}
+	for _, x := range hostHints {
+		if errors.Is(err, x.err) {
+			return x.hint
 		}
 	}
+	var h errorWithHint
+	if errors.As(err, &h) {
+		return h.hint
+	}
+	var u usageError
+	if errors.As(err, &u) {
+		return "see `berm --help` or `berm COMMAND --help`"
+	}
+	for _, x := range hints {
+		if errors.Is(err, x.err) {
+			return x.hint
+		}
+	}
+	return ""
 }

@@ -7,9 +7,8 @@ import (
 
 	"github.com/urfave/cli/v3"
 
+	"github.com/berm-dev/berm/internal/service"
 	"github.com/berm-dev/berm/manifest"
-	"github.com/berm-dev/berm/mcpserve"
-	"github.com/berm-dev/berm/runtime/store"
 )
 
 type inspectOptions struct {
@@ -58,55 +57,55 @@ func runInspect(ctx context.Context, e *env, opts inspectOptions, arg string) er
 	return printInspect(e, d)
 }
 
-func inspect(ctx context.Context, e *env, opts inspectOptions, arg string) (mcpserve.Details, error) {
+func inspect(ctx context.Context, e *env, opts inspectOptions, arg string) (service.Details, error) {
 	if isReference(arg) {
 		return inspectReference(ctx, e, opts, arg)
 	}
 	client, err := opts.client()
 	if err != nil {
-		return mcpserve.Details{}, err
+		return service.Details{}, err
 	}
 	if client != nil && !isFile(arg) {
 		return client.Inspect(ctx, arg)
 	}
-	st, err := store.Open(opts.root)
+	st, err := openExisting(opts.root)
 	if err != nil {
-		return mcpserve.Details{}, err
+		return service.Details{}, err
 	}
 	t, err := loadTarget(ctx, e, st, arg, opts.plainHTTP)
 	if err != nil {
-		return mcpserve.Details{}, err
+		return service.Details{}, err
 	}
 	name := ""
 	if t.deployed != nil {
 		name = t.name
 	}
-	d, err := mcpserve.Describe(name, t.image, t.source)
+	d, err := service.Describe(name, t.image, t.source)
 	if err != nil {
-		return mcpserve.Details{}, fmt.Errorf("%s: %w", arg, err)
+		return service.Details{}, fmt.Errorf("%s: %w", arg, err)
 	}
 	return d, nil
 }
 
 // inspectReference reads a registry image's manifest: from berm's
 // annotation without pulling the layer, or from the layer when there is none.
-func inspectReference(ctx context.Context, e *env, opts inspectOptions, ref string) (mcpserve.Details, error) {
+func inspectReference(ctx context.Context, e *env, opts inspectOptions, ref string) (service.Details, error) {
 	c, err := newRegistryClient(e, opts.plainHTTP)
 	if err != nil {
-		return mcpserve.Details{}, err
+		return service.Details{}, err
 	}
 	img, err := c.Inspect(ctx, ref)
 	if err != nil {
-		return mcpserve.Details{}, err
+		return service.Details{}, err
 	}
 	m, err := manifest.Decode(img.ABI)
 	if err != nil {
-		return mcpserve.Details{}, fmt.Errorf("%s: %w", ref, err)
+		return service.Details{}, fmt.Errorf("%s: %w", ref, err)
 	}
-	return mcpserve.Details{Digest: img.Digest, Size: int(img.Size), Source: pinned(img), Manifest: m}, nil
+	return service.Details{Digest: img.Digest, Size: int(img.Size), Source: pinned(img), Manifest: m}, nil
 }
 
-func printInspect(e *env, out mcpserve.Details) error {
+func printInspect(e *env, out service.Details) error {
 	w := e.stdout
 	if out.Name != "" {
 		fmt.Fprintf(w, "name:      %s\n", out.Name)

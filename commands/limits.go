@@ -38,6 +38,9 @@ func readLimitFlags(cmd *cli.Command) limitOptions {
 	}
 }
 
+// maxMemory is the most a 32-bit memory holds.
+const maxMemory = 4 << 30
+
 // limits checks the flags and returns the runtime's limits.
 func (o limitOptions) limits() (runtime.Limits, error) {
 	if o.timeout <= 0 {
@@ -47,6 +50,9 @@ func (o limitOptions) limits() (runtime.Limits, error) {
 		return runtime.Limits{}, usagef("--max-call-depth %d: want 0 or more", o.maxCallDepth)
 	}
 	l := runtime.Limits{Deadline: o.timeout}
+	// Arguments go into, and a result comes out of, one 32-bit memory, so
+	// no limit past 4GiB means anything; a larger one would only overflow
+	// what is computed from it (a request body's bound).
 	for _, f := range []struct {
 		flag, value string
 		set         func(uint64)
@@ -59,12 +65,12 @@ func (o limitOptions) limits() (runtime.Limits, error) {
 		if err != nil {
 			return runtime.Limits{}, usagef("%s: %v", f.flag, err)
 		}
-		if v == 0 {
-			return runtime.Limits{}, usagef("%s: want more than 0 bytes", f.flag)
+		if v == 0 || v > maxMemory {
+			return runtime.Limits{}, usagef("%s %s: want more than 0 bytes and at most 4GiB (a 32-bit memory's most)", f.flag, f.value)
 		}
 		f.set(v)
 	}
-	if l.Memory < runtime.PageSize || l.Memory > 4<<30 {
+	if l.Memory < runtime.PageSize {
 		return runtime.Limits{}, usagef("--memory %s: want 64KiB to 4GiB (a 32-bit memory's most)", o.memory)
 	}
 	return l, nil

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"strings"
 
@@ -105,10 +106,18 @@ func readPassword(e *env) (string, error) {
 		return string(b), err
 	}
 	// A password without a final newline is still a password: the error
-	// (io.EOF) says nothing more than an empty line would.
-	line, _ := bufio.NewReader(e.stdin).ReadString('\n')
-	return strings.TrimRight(line, "\r\n"), nil
+	// (io.EOF) says nothing more than an empty line would. The read is
+	// bounded: stdin may be a file or a device with no newline at all.
+	line, _ := bufio.NewReader(io.LimitReader(e.stdin, maxPassword+2)).ReadString('\n')
+	line = strings.TrimRight(line, "\r\n")
+	if len(line) > maxPassword {
+		return "", fmt.Errorf("password on stdin: over %d bytes", maxPassword)
+	}
+	return line, nil
 }
+
+// maxPassword is far past any registry's tokens.
+const maxPassword = 64 << 10
 
 // registryHost accepts a registry as Docker users write it, with a scheme or
 // a path ("https://ghcr.io/"), and returns the host.

@@ -8,8 +8,7 @@ import (
 
 	"github.com/urfave/cli/v3"
 
-	"github.com/berm-dev/berm/mcpserve"
-	"github.com/berm-dev/berm/runtime/store"
+	"github.com/berm-dev/berm/internal/service"
 )
 
 type lsOptions struct {
@@ -62,7 +61,7 @@ func runLs(ctx context.Context, e *env, opts lsOptions) error {
 	return tw.Flush()
 }
 
-func listPrograms(ctx context.Context, opts lsOptions) ([]mcpserve.ProgramInfo, error) {
+func listPrograms(ctx context.Context, opts lsOptions) ([]service.Info, error) {
 	client, err := opts.client()
 	if err != nil {
 		return nil, err
@@ -70,11 +69,14 @@ func listPrograms(ctx context.Context, opts lsOptions) ([]mcpserve.ProgramInfo, 
 	if client != nil {
 		return client.List(ctx)
 	}
-	st, err := store.Open(opts.root)
+	st, err := openExisting(opts.root)
 	if err != nil {
 		return nil, err
 	}
-	return mcpserve.List(st)
+	if st == nil {
+		return []service.Info{}, nil // nothing deployed yet; reading creates nothing
+	}
+	return newService(nil, st).List()
 }
 
 // shortDigest is the first 12 hex digits of a digest, as ls prints it.

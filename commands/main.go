@@ -36,12 +36,15 @@ type env struct {
 
 // Main runs the berm command line and returns its exit code.
 func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	e := &env{stdin: stdin, stdout: stdout, stderr: stderr}
-	root := newRootCommand(e)
-	for _, cmd := range root.Commands {
-		cmd.OnUsageError = root.OnUsageError
+	out := &outputWriter{w: stdout}
+	e := &env{stdin: stdin, stdout: out, stderr: stderr}
+	err := newRootCommand(e).Run(ctx, args)
+	// Output that did not reach stdout (a full disk, a closed pipe) is a
+	// failure, whatever the command: whoever reads it would take a truncated
+	// result for the whole one.
+	if out.err != nil && (err == nil || errors.Is(err, out.err)) {
+		err = outputError{out.err}
 	}
-	err := root.Run(ctx, args)
 	if err == nil {
 		return exitOK
 	}
@@ -55,7 +58,7 @@ func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 }
 
 func newRootCommand(e *env) *cli.Command {
-	return &cli.Command{
+	root := &cli.Command{
 		Name:  "berm",
 		Usage: "the OS for agent harnesses: deploy WebAssembly programs, run their tools, serve them over MCP",
 		Description: `A program is one WebAssembly module (see ABI.md). berm pins it by sha256, compiles
@@ -102,12 +105,40 @@ it once and instantiates it anew for every call.
 			newVersionCommand(e),
 		},
 	}
+	for _, cmd := range root.Commands {
+		cmd.OnUsageError = root.OnUsageError
+		// A program may be named help or h: below the root, cli's help
+		// command would take those names from `berm rm h`. --help stays.
+		cmd.HideHelpCommand = true
+	}
+	return root
 }
 
+// outputWriter keeps the first error writing stdout, so that Main fails a
+// command whose output was lost even where the command did not check.
+type outputWriter struct {
+	w   io.Writer
+	err error
+}
+
+func (o *outputWriter) Write(p []byte) (int, error) {
+	if o.err != nil {
+		return 0, o.err
+	}
+	n, err := o.w.Write(p)
+	if err != nil {
+		o.err = err
+	}
+	return n, err
+}
+
+// defaultRoot is ~/.berm, or "" without a home directory: a root in
+// whatever directory berm happens to run in would be a surprise, so the
+// commands that need one ask for --root instead.
 func defaultRoot() string {
 	home, err := os.UserHomeDir()
-	if err != nil {
-		return ".berm"
+	if err != nil || home == "" {
+		return ""
 	}
 	return filepath.Join(home, ".berm")
 }

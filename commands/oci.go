@@ -29,10 +29,14 @@ func newRegistryClient(e *env, plainHTTP bool) (*registry.Client, error) {
 }
 
 // isReference reports whether a FILE|NAME|REF argument is an OCI reference:
-// it contains '/' and names no file. One that starts like a path (/, ./,
-// ../) is a file that is missing, not a reference.
+// it names nothing that exists, and what comes before its first '/' is a
+// registry host, told from a directory as Docker does (a '.' or a ':', or
+// localhost). One that starts like a path (/, ./, ../) or with a directory
+// (testdata/echo.wasm) is a file that is missing: dialling a host named
+// "testdata" would only hide the typo.
 func isReference(arg string) bool {
-	return strings.Contains(arg, "/") && !looksLikePath(arg) && !isFile(arg)
+	host, _, ok := strings.Cut(arg, "/")
+	return ok && (strings.ContainsAny(host, ".:") || host == "localhost") && !isPath(arg)
 }
 
 // looksLikePath reports whether arg is written as a path.
@@ -43,8 +47,12 @@ func looksLikePath(arg string) bool {
 // pullThroughStore pulls ref, taking the layer from the store when it holds
 // the digest already (a deploy stores what it fetched). It returns the image
 // and the reference pinned by its manifest digest, which a deployment records.
+// st may be nil: a root that does not exist holds nothing.
 func pullThroughStore(ctx context.Context, c *registry.Client, st *store.Store, ref string) ([]byte, string, error) {
 	img, err := c.Pull(ctx, ref, &registry.PullOptions{Have: func(digest string) ([]byte, bool) {
+		if st == nil {
+			return nil, false
+		}
 		b, err := st.Image(digest)
 		return b, err == nil
 	}})

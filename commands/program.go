@@ -4,12 +4,16 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
 
+	"github.com/berm-dev/berm/internal/service"
 	"github.com/berm-dev/berm/manifest"
+	"github.com/berm-dev/berm/mcpserve"
 	"github.com/berm-dev/berm/runtime"
 	"github.com/berm-dev/berm/runtime/host"
 	"github.com/berm-dev/berm/runtime/store"
@@ -22,22 +26,71 @@ type runtimeConfig struct {
 	// kv holds the programs' data; nil means the store's.
 	kv  host.KV
 	log func(ctx context.Context, program, tool string, line []byte)
+	// logger receives the host's errors a program is not shown (its
+	// data's I/O); nil discards them.
+	logger *slog.Logger
 }
 
 // newRuntime builds the binary's runtime: the core syscalls, the binary's
-// host syscalls and WASI, compiled code cached under the store's root.
+// host syscalls and WASI, compiled code cached under the store's root. With
+// no store (st nil, and no cfg.kv) it caches nothing and keeps no data: a
+// runtime to read the syscall table from, not to run programs with.
 func newRuntime(ctx context.Context, st *store.Store, cfg runtimeConfig) (*runtime.Runtime, error) {
-	kv := cfg.kv
-	if kv == nil {
-		kv = st
+	kv, cacheDir := cfg.kv, ""
+	if st != nil {
+		cacheDir = st.CacheDir()
+		if kv == nil {
+			kv = st
+		}
 	}
-	return runtime.New(ctx, cfg.depth, host.Syscalls(kv), &runtime.Options{
-		CacheDir:     st.CacheDir(),
+	return runtime.New(ctx, cfg.depth, host.Syscalls(kv, cfg.logger), &runtime.Options{
+		CacheDir:     cacheDir,
 		Limits:       cfg.limits,
 		Imports:      []runtime.HostModule{host.WASI()},
 		ModuleConfig: host.ModuleConfig(),
 		Log:          cfg.log,
 	})
+}
+
+// errNoRoot: --root is empty, as it is by default without a home directory.
+var errNoRoot = errors.New("no root directory")
+
+// openStore opens the root for a command that writes to it, creating it.
+func openStore(root string) (*store.Store, error) {
+	if root == "" {
+		return nil, noRoot()
+	}
+	return store.Open(root)
+}
+
+// openExisting opens the root for a command that only reads it, and
+// returns nil when there is none yet: reading creates nothing.
+func openExisting(root string) (*store.Store, error) {
+	if root == "" {
+		return nil, noRoot()
+	}
+	st, err := store.OpenExisting(root)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	return st, err
+}
+
+func noRoot() error {
+	return withHint(errNoRoot, "give --root DIR or set BERM_ROOT (without a home directory there is no ~/.berm)")
+}
+
+// notDeployed is the store's answer for a name it does not hold, for a root
+// that does not exist.
+func notDeployed(name string) error {
+	return fmt.Errorf("program %q: %w", name, store.ErrNotDeployed)
+}
+
+// newService is the service every command deploys, lists and removes
+// through; rt may be nil for those that do not deploy. A local deploy is
+// checked against what berm serve can serve under its default naming.
+func newService(rt *runtime.Runtime, st *store.Store) *service.Service {
+	return service.New(rt, st, &service.Options{Check: mcpserve.Checker(mcpserve.Underscore)})
 }
 
 // target is an image named on the command line by FILE|NAME|REF.
@@ -50,11 +103,13 @@ type target struct {
 	deployed *store.Deployment
 }
 
-// loadTarget resolves FILE|NAME|REF: an argument naming an existing file is
-// a file, one containing '/' an OCI reference (pulled through the store),
-// anything else a deployed name.
+// loadTarget resolves FILE|NAME|REF: an argument naming an existing path or
+// written as one is a file, one starting with a registry host and '/' an OCI
+// reference (pulled through the store; isReference), anything else a
+// deployed name. st is nil when the root does not exist: nothing is deployed
+// there.
 func loadTarget(ctx context.Context, e *env, st *store.Store, arg string, plainHTTP bool) (*target, error) {
-	if isFile(arg) || looksLikePath(arg) {
+	if isPath(arg) {
 		image, err := readImageFile(arg)
 		if err != nil {
 			return nil, err
@@ -73,14 +128,13 @@ func loadTarget(ctx context.Context, e *env, st *store.Store, arg string, plainH
 		return &target{name: nameFromReference(arg), image: image, source: source}, nil
 	}
 	if err := manifest.CheckProgramName(arg); err != nil {
-		return nil, withHint(fmt.Errorf("%s: no such file, and not a program name", arg),
+		return nil, withHint(fmt.Errorf("%q: no such file, and not a program name", arg),
 			"give a path to a .wasm file, an OCI reference (host/repo:tag) or the name of a deployed program (`berm ls`)")
 	}
-	d, err := st.Deployment(arg)
-	if err != nil {
-		return nil, err
+	if st == nil {
+		return nil, notDeployed(arg)
 	}
-	image, err := st.Image(d.Digest)
+	d, image, err := newService(nil, st).Deployed(arg)
 	if err != nil {
 		return nil, err
 	}
@@ -93,13 +147,33 @@ func isFile(arg string) bool {
 	return err == nil && !info.IsDir()
 }
 
+// isPath reports whether a FILE|NAME|REF argument is a file: it names
+// something that exists (a directory is refused as a file, not pulled as a
+// reference) or is written as a path.
+func isPath(arg string) bool {
+	_, err := os.Stat(arg)
+	return err == nil || looksLikePath(arg)
+}
+
+// isDeployedName reports whether a FILE|NAME|REF argument is a name, which
+// only a root that exists can hold.
+func isDeployedName(arg string) bool {
+	return !isPath(arg) && !isReference(arg)
+}
+
 // readImageFile reads a file that should be an image, refusing one over the
-// image size limit before reading it whole.
+// image size limit without reading it whole. Devices and pipes (/dev/zero,
+// <(cat f.wasm)) have no size to check beforehand, so the read is bounded too.
 func readImageFile(path string) ([]byte, error) {
-	info, err := os.Stat(path)
+	f, err := os.Open(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("%s: no such file", path)
 	}
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	info, err := f.Stat()
 	if err != nil {
 		return nil, err
 	}
@@ -110,7 +184,15 @@ func readImageFile(path string) ([]byte, error) {
 		return nil, fmt.Errorf("%s: %d bytes, over the image size limit of %d bytes: %w",
 			path, info.Size(), runtime.DefaultMaxImage, runtime.ErrRefused)
 	}
-	return os.ReadFile(path)
+	image, err := io.ReadAll(io.LimitReader(f, runtime.DefaultMaxImage+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(image) > runtime.DefaultMaxImage {
+		return nil, fmt.Errorf("%s: over the image size limit of %d bytes: %w",
+			path, runtime.DefaultMaxImage, runtime.ErrRefused)
+	}
+	return image, nil
 }
 
 // nameFromFile derives a program name from a file name: "My_Tool.wasm" runs

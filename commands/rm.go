@@ -6,8 +6,8 @@ import (
 
 	"github.com/urfave/cli/v3"
 
+	"github.com/berm-dev/berm/internal/service"
 	"github.com/berm-dev/berm/manifest"
-	"github.com/berm-dev/berm/runtime/store"
 )
 
 type rmOptions struct {
@@ -50,17 +50,22 @@ func runRm(ctx context.Context, e *env, opts rmOptions, names []string) error {
 	if err != nil {
 		return err
 	}
-	var st *store.Store
+	var svc *service.Service
 	if client == nil {
-		if st, err = store.Open(opts.root); err != nil {
+		st, err := openExisting(opts.root)
+		if err != nil {
 			return err
 		}
+		if st == nil {
+			return notDeployed(names[0]) // removing creates no root
+		}
+		svc = newService(nil, st)
 	}
 	for _, name := range names {
 		if client != nil {
 			err = client.Remove(ctx, name, opts.keepData)
 		} else {
-			err = st.Remove(name, opts.keepData)
+			err = svc.Remove(ctx, name, opts.keepData)
 		}
 		if err != nil {
 			return err

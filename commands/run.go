@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"strings"
 
@@ -50,7 +51,7 @@ func runRun(ctx context.Context, e *env, opts runOptions, args []string) error {
 	if len(args) == 1 {
 		return missingTool(ctx, e, opts, args[0])
 	}
-	if len(args) > 3 {
+	if len(args) < 2 || len(args) > 3 {
 		return usagef("run takes NAME|FILE|REF TOOL [ARGS]")
 	}
 	limits, err := opts.limits()
@@ -66,9 +67,16 @@ func runRun(ctx context.Context, e *env, opts runOptions, args []string) error {
 			}
 		}
 	}
-	st, err := store.Open(opts.root)
+	st, err := openExisting(opts.root)
 	if err != nil {
 		return err
+	}
+	if st == nil && !isDeployedName(args[0]) {
+		// A file or reference runs without a deployment, but its compiled
+		// code is cached under the root.
+		if st, err = openStore(opts.root); err != nil {
+			return err
+		}
 	}
 	t, err := loadTarget(ctx, e, st, args[0], opts.plainHTTP)
 	if err != nil {
@@ -76,7 +84,7 @@ func runRun(ctx context.Context, e *env, opts runOptions, args []string) error {
 	}
 	cfg := runtimeConfig{depth: opts.maxCallDepth, limits: limits, log: func(_ context.Context, program, tool string, line []byte) {
 		fmt.Fprintf(e.stderr, "%s.%s: %s\n", program, tool, line)
-	}}
+	}, logger: stderrLogger(e)}
 	if t.deployed == nil {
 		// A file or reference has no deployment, so no data of its own:
 		// give it a throwaway store.
@@ -108,7 +116,9 @@ func runRun(ctx context.Context, e *env, opts runOptions, args []string) error {
 	if out.Failed {
 		return &programFailure{message: string(out.Failure)}
 	}
-	e.stdout.Write(out.Result)
+	if _, err := e.stdout.Write(out.Result); err != nil {
+		return outputError{err}
+	}
 	if isTerminal(e.stdout) && len(out.Result) > 0 && out.Result[len(out.Result)-1] != '\n' {
 		fmt.Fprintln(e.stdout)
 	}
@@ -119,7 +129,7 @@ func runRun(ctx context.Context, e *env, opts runOptions, args []string) error {
 // or, for a served name such as hello_greet, how to spell it here.
 func missingTool(ctx context.Context, e *env, opts runOptions, arg string) error {
 	err := usagef("run takes NAME|FILE|REF TOOL [ARGS]")
-	st, serr := store.Open(opts.root)
+	st, serr := openExisting(opts.root)
 	if serr != nil {
 		return err
 	}
@@ -127,6 +137,9 @@ func missingTool(ctx context.Context, e *env, opts runOptions, arg string) error
 		if m, merr := manifest.Read(t.image); merr == nil {
 			return withHint(err, "%s has the tools %s", t.name, strings.Join(m.ToolNames(), ", "))
 		}
+	}
+	if st == nil {
+		return err // nothing deployed to suggest
 	}
 	for _, sep := range []string{"_", "."} {
 		if program, tool, ok := strings.Cut(arg, sep); ok {
@@ -138,8 +151,24 @@ func missingTool(ctx context.Context, e *env, opts runOptions, arg string) error
 	return err
 }
 
+// stderrLogger logs the host's errors that a program is not shown, for the
+// user to read beside the program's own failure: one short line each.
+func stderrLogger(e *env) *slog.Logger {
+	return slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{
+		ReplaceAttr: func(groups []string, a slog.Attr) slog.Attr {
+			if len(groups) == 0 && a.Key == slog.TimeKey {
+				return slog.Attr{}
+			}
+			return a
+		},
+	}))
+}
+
 // isTerminal reports whether w is a terminal, where output should end a line.
 func isTerminal(w io.Writer) bool {
+	if o, ok := w.(*outputWriter); ok {
+		w = o.w
+	}
 	f, ok := w.(*os.File)
 	if !ok {
 		return false

@@ -2,7 +2,9 @@ package commands_test
 
 import (
 	"context"
+	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"testing"
@@ -53,6 +55,26 @@ func TestScripts(t *testing.T) {
 			return nil
 		},
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
+			// exitcode N command [args...]: command exits with exactly N.
+			// `! exec` takes any failure, and the exit codes are a contract
+			// (README, Exit codes) that scripts call berm under.
+			"exitcode": func(ts *testscript.TestScript, neg bool, args []string) {
+				if neg || len(args) < 2 {
+					ts.Fatalf("usage: exitcode N command [args...]")
+				}
+				want, err := strconv.Atoi(args[0])
+				ts.Check(err)
+				got := 0
+				var exit *exec.ExitError
+				if err := ts.Exec(args[1], args[2:]...); errors.As(err, &exit) {
+					got = exit.ExitCode()
+				} else if err != nil {
+					ts.Fatalf("%s: %v", args[1], err)
+				}
+				if got != want {
+					ts.Fatalf("%s exited with %d, want %d", args[1], got, want)
+				}
+			},
 			// images N: the root holds exactly N image files.
 			"images": func(ts *testscript.TestScript, neg bool, args []string) {
 				files, err := filepath.Glob(filepath.Join(ts.Getenv("BERM_ROOT"), "images", "sha256", "*"))

@@ -8,11 +8,9 @@ import (
 	"github.com/urfave/cli/v3"
 
 	"github.com/berm-dev/berm/runtime"
-	"github.com/berm-dev/berm/runtime/store"
 )
 
 type syscallsOptions struct {
-	root string
 	json bool
 }
 
@@ -36,17 +34,14 @@ into programs whose manifest declares them.
    berm syscalls --json`,
 		Flags: []cli.Flag{&cli.BoolFlag{Name: "json", Usage: `print [{"name", "number", "core"}]`}},
 		Action: func(ctx context.Context, cmd *cli.Command) error {
-			return runSyscalls(ctx, e, syscallsOptions{root: cmd.String("root"), json: cmd.Bool("json")})
+			return runSyscalls(ctx, e, syscallsOptions{json: cmd.Bool("json")})
 		},
 	}
 }
 
 func runSyscalls(ctx context.Context, e *env, opts syscallsOptions) error {
-	st, err := store.Open(opts.root)
-	if err != nil {
-		return err
-	}
-	rt, err := newRuntime(ctx, st, runtimeConfig{depth: runtime.DefaultCallDepth})
+	// The table needs no root: reading it creates none.
+	rt, err := newRuntime(ctx, nil, runtimeConfig{depth: runtime.DefaultCallDepth})
 	if err != nil {
 		return err
 	}

@@ -2,6 +2,8 @@ package commands
 
 import (
 	"fmt"
+	"math"
+	"regexp"
 	"strconv"
 	"strings"
 )
@@ -18,8 +20,9 @@ var sizeUnits = []struct {
 }
 
 // parseSize reads a size with an optional unit: "64MiB", "1GB", "512k",
-// "1048576". Binary units (KiB, MiB, GiB) and the single letters are powers
-// of 1024; KB, MB, GB powers of 1000.
+// "1048576", "1.5GiB". Binary units (KiB, MiB, GiB) and the single letters
+// are powers of 1024; KB, MB, GB powers of 1000. The number is plain decimal
+// digits: strconv.ParseFloat alone would take nan, inf, 1e9 and 0x10.
 func parseSize(s string) (uint64, error) {
 	t := strings.ToLower(strings.TrimSpace(s))
 	scale := uint64(1)
@@ -29,16 +32,21 @@ func parseSize(s string) (uint64, error) {
 			break
 		}
 	}
-	n, err := strconv.ParseFloat(t, 64)
-	if err != nil || n < 0 || t == "" {
+	if !sizeNumber.MatchString(t) {
 		return 0, fmt.Errorf("size %q: want a number of bytes with an optional unit, such as 64MiB, 1GB or 1048576", s)
 	}
-	v := n * float64(scale)
-	if v >= 1<<63 {
+	// The syntax is checked, so the only error left is a number out of
+	// float64's range, which is too large as well.
+	n, err := strconv.ParseFloat(t, 64)
+	// Rounded, not truncated: 0.3KB is 300 bytes, not 299.99999999999994.
+	v := math.Round(n * float64(scale))
+	if err != nil || v >= 1<<63 {
 		return 0, fmt.Errorf("size %q is too large", s)
 	}
 	return uint64(v), nil
 }
+
+var sizeNumber = regexp.MustCompile(`^[0-9]+(\.[0-9]+)?$`)
 
 // formatSize prints a byte count for people: "1.9 MiB (1993322 bytes)".
 func formatSize(n int64) string {
