@@ -6,21 +6,48 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
-	"strings"
+	"sync"
+	"time"
+
+	"github.com/berm-dev/berm/manifest"
 )
 
-// Limits of a program's key-value data.
+// Limits of a program's data. The quota counts what the disk pays, not the
+// bytes a program asked for: each entry is one file, which takes one inode
+// and whole blocks, so 13-byte entries would otherwise fit 5 million in
+// 64 MiB, some 20 GiB of blocks.
 const (
-	MaxKey       = 1 << 10  // bytes in a key
-	MaxValue     = 1 << 20  // bytes in a value
-	MaxDataBytes = 64 << 20 // bytes of keys and values in all of one program's data
+	MaxKey   = 1 << 10 // bytes in a key
+	MaxValue = 1 << 20 // bytes in a value
+	// MaxDataBytes bounds the charged bytes of all of one program's data:
+	// its entries, and the temporary files of its writes while they last.
+	MaxDataBytes = 64 << 20
+	// BlockSize is what an entry is charged in multiples of, one block at
+	// least: the block of common file systems (ext4, XFS, APFS, NTFS),
+	// which a file of one byte takes in full.
+	BlockSize = 4096
+	// MaxKeys bounds the entries (files, inodes) of one program. 16384 is
+	// MaxDataBytes/BlockSize, as many entries as the byte quota allows of
+	// the smallest, so it refuses nothing that the bytes allow; it keeps the
+	// directory that small (a scan of it takes milliseconds) should either
+	// constant change.
+	MaxKeys = 16384
 )
 
-// ErrQuota: a write would pass one of the data limits.
+// ErrQuota: a write would pass one of the data limits. Its messages name the
+// program and the numbers, never a path: the program reads them.
 var ErrQuota = errors.New("over the data quota")
+
+// lockName is the file that a program's writers lock across processes. It
+// also holds a token of the last write, so that each process knows when its
+// count of the program's usage went stale. It is neither an entry (hex) nor
+// temporary (.tmp-), and is not charged.
+const lockName = ".lock"
 
 func (s *Store) dataPath(program string) string {
 	return filepath.Join(s.root, dataDir, program)
@@ -33,6 +60,23 @@ func (s *Store) keyPath(program string, key []byte) string {
 	return filepath.Join(s.dataPath(program), hex.EncodeToString(sum[:]))
 }
 
+// isKeyName reports whether a file of a data directory is an entry.
+func isKeyName(name string) bool {
+	if len(name) != 2*sha256.Size {
+		return false
+	}
+	_, err := hex.DecodeString(name)
+	return err == nil
+}
+
+// charge is what a file of n bytes costs against the quota.
+func charge(n int64) int64 {
+	if n <= 0 {
+		return BlockSize
+	}
+	return (n + BlockSize - 1) / BlockSize * BlockSize
+}
+
 // A key's file holds the key's length, the key (so that a hash collision
 // can never return another key's value), then the value.
 func encodeEntry(key, value []byte) []byte {
@@ -43,12 +87,15 @@ func encodeEntry(key, value []byte) []byte {
 
 // Get returns the value of key in program's data.
 func (s *Store) Get(program string, key []byte) ([]byte, bool, error) {
+	if err := manifest.CheckProgramName(program); err != nil {
+		return nil, false, err
+	}
 	b, err := os.ReadFile(s.keyPath(program, key))
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, false, nil
 	}
 	if err != nil {
-		return nil, false, err
+		return nil, false, fmt.Errorf("data of %s: %w", program, err)
 	}
 	if len(b) < 4 || uint64(binary.LittleEndian.Uint32(b)) > uint64(len(b)-4) {
 		return nil, false, fmt.Errorf("data of %s: %w", program, ErrDamaged)
@@ -60,57 +107,315 @@ func (s *Store) Get(program string, key []byte) ([]byte, bool, error) {
 	return b[4+n:], true, nil
 }
 
+// usage is one program's data as this process last counted it.
+type usage struct {
+	// mu makes this process's writers of the program take turns; the
+	// lock file makes processes take turns.
+	mu sync.Mutex
+
+	valid bool
+	// What the count was made under: the lock file (a removed directory
+	// gets a new one), the token in it, and the directory's mtime (a
+	// best-effort sign of changes made by hand).
+	lockFile os.FileInfo
+	token    uint64
+	dirMod   time.Time
+
+	bytes int64 // charged
+	keys  int
+}
+
+func (s *Store) usage(program string) *usage {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.data == nil {
+		s.data = map[string]*usage{}
+	}
+	u := s.data[program]
+	if u == nil {
+		u = &usage{}
+		s.data[program] = u
+	}
+	return u
+}
+
+// fresh reports whether the count still holds: no process has written since.
+func (u *usage) fresh(l *dataLock, dir string) bool {
+	if !u.valid || !os.SameFile(u.lockFile, l.info) {
+		return false
+	}
+	if token, err := l.token(); err != nil || token != u.token {
+		return false
+	}
+	info, err := os.Stat(dir)
+	return err == nil && info.ModTime().Equal(u.dirMod)
+}
+
+// count scans the directory unless the count still holds.
+func (u *usage) count(l *dataLock, dir string) error {
+	if u.fresh(l, dir) {
+		return nil
+	}
+	u.valid = false
+	token, err := l.token()
+	if err != nil {
+		return err
+	}
+	info, err := os.Stat(dir)
+	if err != nil {
+		return err
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return err
+	}
+	var bytes int64
+	var keys int
+	for _, e := range entries {
+		if e.Name() == lockName || e.IsDir() {
+			continue
+		}
+		fi, err := e.Info()
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		// Temporary files are charged too: a killed writer's stay until
+		// CollectTemp, and they take the disk meanwhile.
+		bytes += charge(fi.Size())
+		if isKeyName(e.Name()) {
+			keys++
+		}
+	}
+	u.valid, u.lockFile, u.token, u.dirMod = true, l.info, token, info.ModTime()
+	u.bytes, u.keys = bytes, keys
+	return nil
+}
+
+// wrote marks the count as current after this process wrote under token.
+func (u *usage) wrote(token uint64, dir string) {
+	info, err := os.Stat(dir)
+	if err != nil {
+		u.valid = false
+		return
+	}
+	u.token, u.dirMod = token, info.ModTime()
+}
+
 // Set stores value under key in program's data, refusing with ErrQuota what
 // passes the limits.
 func (s *Store) Set(program string, key, value []byte) error {
+	if err := manifest.CheckProgramName(program); err != nil {
+		return err
+	}
 	if len(key) > MaxKey {
 		return fmt.Errorf("key of %d bytes is over the limit of %d bytes: %w", len(key), MaxKey, ErrQuota)
 	}
 	if len(value) > MaxValue {
 		return fmt.Errorf("value of %d bytes is over the limit of %d bytes: %w", len(value), MaxValue, ErrQuota)
 	}
+	u := s.usage(program)
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	dir := s.dataPath(program)
+	l, err := lockData(dir, true)
+	if err != nil {
+		return fmt.Errorf("data of %s: %w", program, err)
+	}
+	defer l.unlock()
+	if err := u.count(l, dir); err != nil {
+		return fmt.Errorf("data of %s: %w", program, err)
+	}
+
 	path := s.keyPath(program, key)
 	entry := encodeEntry(key, value)
-	used, err := s.dataUsed(program, path)
-	if err != nil {
-		return err
+	var old int64 // charged to the entry this write replaces
+	info, err := os.Lstat(path)
+	isNew := errors.Is(err, fs.ErrNotExist)
+	switch {
+	case err == nil:
+		old = charge(info.Size())
+	case !isNew:
+		return fmt.Errorf("data of %s: %w", program, err)
+	case u.keys >= MaxKeys:
+		return fmt.Errorf("data of %s holds %d keys, the limit: %w", program, u.keys, ErrQuota)
 	}
-	if used+int64(len(entry)) > MaxDataBytes {
-		return fmt.Errorf("data of %s would be %d bytes, over the limit of %d bytes: %w", program, used+int64(len(entry)), MaxDataBytes, ErrQuota)
+	after := u.bytes - old + charge(int64(len(entry)))
+	// A write that takes no more than it frees passes even over the
+	// quota, so that a program over it (since quotas count blocks) can
+	// shrink its data in place.
+	if after > MaxDataBytes && after > u.bytes {
+		return fmt.Errorf("data of %s would be %d bytes on disk, over the limit of %d bytes: %w", program, after, MaxDataBytes, ErrQuota)
 	}
-	if err := os.MkdirAll(s.dataPath(program), 0o755); err != nil {
-		return err
-	}
-	return writeAtomic(path, entry)
-}
 
-// dataUsed sums the sizes of a program's entries but the one at except,
-// which a write replaces.
-func (s *Store) dataUsed(program, except string) (int64, error) {
-	entries, err := os.ReadDir(s.dataPath(program))
-	if errors.Is(err, fs.ErrNotExist) {
-		return 0, nil
-	}
+	// The token changes before the write, so that a kill mid-write still
+	// sends every process back to the directory, where the temporary
+	// file left is charged.
+	token, err := l.setToken()
 	if err != nil {
-		return 0, err
+		u.valid = false
+		return fmt.Errorf("data of %s: %w", program, err)
 	}
-	var used int64
-	for _, e := range entries {
-		if strings.HasPrefix(e.Name(), tmpPrefix) || filepath.Join(s.dataPath(program), e.Name()) == except {
-			continue
-		}
-		if info, err := e.Info(); err == nil {
-			used += info.Size()
-		}
+	if err := writeAtomic(path, entry); err != nil {
+		u.valid = false
+		return fmt.Errorf("data of %s: %w", program, err)
 	}
-	return used, nil
+	u.bytes = after
+	if isNew {
+		u.keys++
+	}
+	u.wrote(token, dir)
+	return nil
 }
 
 // Delete removes key from program's data; an absent key is no error.
 func (s *Store) Delete(program string, key []byte) error {
-	err := os.Remove(s.keyPath(program, key))
+	if err := manifest.CheckProgramName(program); err != nil {
+		return err
+	}
+	u := s.usage(program)
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	dir := s.dataPath(program)
+	l, err := lockData(dir, false)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil // no data at all
+	}
+	if err != nil {
+		return fmt.Errorf("data of %s: %w", program, err)
+	}
+	defer l.unlock()
+
+	path := s.keyPath(program, key)
+	info, err := os.Lstat(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil
 	}
-	return err
+	if err != nil {
+		return fmt.Errorf("data of %s: %w", program, err)
+	}
+	// A count that holds is kept up to date; a stale one is left for the
+	// next Set to redo, so that a delete never scans.
+	fresh := u.fresh(l, dir)
+	u.valid = false
+	token, err := l.setToken()
+	if err != nil {
+		return fmt.Errorf("data of %s: %w", program, err)
+	}
+	if err := os.Remove(path); err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil // removed by hand meanwhile: the count is redone
+		}
+		return fmt.Errorf("data of %s: %w", program, err)
+	}
+	if fresh {
+		u.valid = true
+		u.bytes -= charge(info.Size())
+		u.keys--
+		u.wrote(token, dir)
+	}
+	return nil
+}
+
+// removeData removes all of program's data, in turn with its writers.
+func (s *Store) removeData(program string) error {
+	u := s.usage(program)
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	u.valid = false
+	dir := s.dataPath(program)
+	l, err := lockData(dir, false)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("data of %s: %w", program, err)
+	}
+	// The lock file goes with the directory while locked: a writer waiting
+	// on it finds, once it has it, that it is no longer the one at its path,
+	// and starts over on a new directory.
+	err = os.RemoveAll(dir)
+	l.unlock()
+	if err != nil {
+		// Where an open file cannot be removed (Windows), once more now
+		// that the lock file is closed.
+		err = os.RemoveAll(dir)
+	}
+	if err != nil {
+		return fmt.Errorf("data of %s: %w", program, err)
+	}
+	return nil
+}
+
+// dataLock is a program's lock file, locked.
+type dataLock struct {
+	f    *os.File
+	info os.FileInfo
+}
+
+// lockData locks the lock file of a data directory, creating the directory
+// first when create; without it, a missing directory is fs.ErrNotExist.
+func lockData(dir string, create bool) (*dataLock, error) {
+	path := filepath.Join(dir, lockName)
+	for {
+		if create {
+			if err := os.MkdirAll(dir, 0o755); err != nil {
+				return nil, err
+			}
+		}
+		f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
+		if err != nil {
+			return nil, err
+		}
+		if err := lockFile(f); err != nil {
+			f.Close()
+			return nil, err
+		}
+		// The lock counts only if the file is still the one at path: the
+		// directory may have been removed while this process waited.
+		held, err := f.Stat()
+		if err == nil {
+			var now os.FileInfo
+			now, err = os.Stat(path)
+			if err == nil && os.SameFile(held, now) {
+				return &dataLock{f: f, info: held}, nil
+			}
+			if errors.Is(err, fs.ErrNotExist) {
+				err = nil
+			}
+		}
+		unlockFile(f)
+		f.Close()
+		if err != nil {
+			return nil, err
+		}
+	}
+}
+
+func (l *dataLock) unlock() {
+	unlockFile(l.f)
+	l.f.Close()
+}
+
+// token is the last writer's token, 0 for none.
+func (l *dataLock) token() (uint64, error) {
+	var b [8]byte
+	if _, err := l.f.ReadAt(b[:], 0); err != nil && !errors.Is(err, io.EOF) {
+		return 0, err
+	}
+	return binary.LittleEndian.Uint64(b[:]), nil
+}
+
+// setToken writes a new token. It is random rather than counted, so that a
+// lock file made anew after a remove cannot repeat one that a process holds.
+func (l *dataLock) setToken() (uint64, error) {
+	t := rand.Uint64() | 1 // never 0, the token of none
+	var b [8]byte
+	binary.LittleEndian.PutUint64(b[:], t)
+	if _, err := l.f.WriteAt(b[:], 0); err != nil {
+		return 0, err
+	}
+	return t, nil
 }

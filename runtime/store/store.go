@@ -1,15 +1,36 @@
 // Package store keeps berm's state in one root directory: images addressed by
 // digest, the table of deployments, the compiled-code cache and the programs'
-// data. Several processes share a root without locks: every write lands in a
-// temporary file that is renamed into place, so a reader sees the old file or
-// the new one, never half of one, and a kill mid-write loses nothing that was
-// there.
+// data. Several processes share a root: every write lands in a temporary file
+// that is renamed into place, so a reader sees the old file or the new one,
+// never half of one, and a kill mid-write loses nothing that was there.
 //
-//	s, err := store.Open(root)
+//	s, err := store.Open(root)     // OpenExisting creates nothing
 //	digest, err := s.PutImage(image)
 //	err = s.Deploy(store.Deployment{Name: "hello", Digest: digest})
 //	d, err := s.Deployment("hello")
 //	image, err = s.Image(d.Digest) // checked against its digest
+//	list, damaged, err := s.Deployments()
+//
+// Names and digests become file names, so every method checks them first: a
+// program name that manifest.CheckProgramName refuses is an error wrapping
+// manifest.ErrProgramName, and nothing outside the root is ever reached
+// through one.
+//
+// One damaged deployment record costs only itself: Deployments lists the
+// others and reports it apart (Damaged), while Deployment of its name returns
+// ErrDamaged.
+//
+// A process killed mid-write leaves its temporary file (.tmp-*) behind;
+// CollectTemp removes those old enough not to be a write in progress.
+//
+// A program's data is bounded by what the disk pays for it: every entry is
+// charged its size rounded up to whole blocks (BlockSize), MaxDataBytes in
+// all, and MaxKeys entries. Writers of one program's data take turns, in a
+// process (a mutex) and across processes (flock on data/<name>/.lock, where
+// there is flock), so that concurrent writers never pass a bound together;
+// each process keeps the program's usage in memory and scans the directory
+// again only when another process wrote since, which a token that every write
+// leaves in the lock file tells (data.go).
 package store
 
 import (
@@ -22,6 +43,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/berm-dev/berm/manifest"
@@ -33,13 +55,16 @@ var (
 	// ErrNoImage: the store does not hold an image of that digest.
 	ErrNoImage = errors.New("no such image")
 	// ErrDamaged: a file no longer matches what was written (its digest, its
-	// JSON).
+	// JSON, its name).
 	ErrDamaged = errors.New("damaged on disk")
 )
 
 // Store is a root directory of berm state.
 type Store struct {
 	root string
+
+	mu   sync.Mutex
+	data map[string]*usage // by program, once its data is written or removed
 }
 
 // Layout of the root.
@@ -68,10 +93,33 @@ func Open(root string) (*Store, error) {
 	return &Store{root: abs}, nil
 }
 
+// OpenExisting opens the store at root and creates nothing, so that commands
+// that only read leave no root behind. A root that does not exist is an error
+// wrapping fs.ErrNotExist; a missing directory under it reads as empty. The
+// first write creates the directory it writes to.
+func OpenExisting(root string) (*Store, error) {
+	if root == "" {
+		return nil, errors.New("store: no root directory")
+	}
+	abs, err := filepath.Abs(root)
+	if err != nil {
+		return nil, err
+	}
+	info, err := os.Stat(abs)
+	if err != nil {
+		return nil, fmt.Errorf("store: %w", err)
+	}
+	if !info.IsDir() {
+		return nil, fmt.Errorf("store: %s is not a directory: %w", abs, fs.ErrInvalid)
+	}
+	return &Store{root: abs}, nil
+}
+
 // Root is the store's directory.
 func (s *Store) Root() string { return s.root }
 
-// CacheDir is where compiled code is cached.
+// CacheDir is where compiled code is cached. A store from OpenExisting may
+// not have it yet.
 func (s *Store) CacheDir() string { return filepath.Join(s.root, cacheDir) }
 
 func (s *Store) imagePath(digest string) (string, error) {
@@ -136,6 +184,16 @@ type Deployment struct {
 	Deployed time.Time `json:"deployed"`
 }
 
+// Damaged is a deployment record that Deployments could not read: Name is
+// its file's name without ".json", which may not be a valid program name,
+// and Err wraps ErrDamaged.
+type Damaged struct {
+	Name string
+	Err  error
+}
+
+// deploymentPath is the record of a name that manifest.CheckProgramName
+// accepted: only such a name stays inside the directory.
 func (s *Store) deploymentPath(name string) string {
 	return filepath.Join(s.root, deploymentsDir, name+".json")
 }
@@ -143,6 +201,9 @@ func (s *Store) deploymentPath(name string) string {
 // Deploy records a deployment, replacing any under the same name atomically.
 // The image must be stored first.
 func (s *Store) Deploy(d Deployment) error {
+	if err := manifest.CheckProgramName(d.Name); err != nil {
+		return err
+	}
 	if !s.HasImage(d.Digest) {
 		return fmt.Errorf("deploy %s: image %s: %w", d.Name, d.Digest, ErrNoImage)
 	}
@@ -159,58 +220,83 @@ func (s *Store) Deploy(d Deployment) error {
 	return nil
 }
 
-// Deployment returns the deployment under name.
+// Deployment returns the deployment under name; a record that does not read
+// back as a deployment of that name and a valid digest is ErrDamaged.
 func (s *Store) Deployment(name string) (Deployment, error) {
+	if err := manifest.CheckProgramName(name); err != nil {
+		return Deployment{}, err
+	}
 	b, err := os.ReadFile(s.deploymentPath(name))
 	if errors.Is(err, fs.ErrNotExist) {
 		return Deployment{}, fmt.Errorf("program %q: %w", name, ErrNotDeployed)
 	}
 	if err != nil {
-		return Deployment{}, err
+		return Deployment{}, fmt.Errorf("deployment %q: %w", name, err)
 	}
 	var d Deployment
 	if err := json.Unmarshal(b, &d); err != nil || d.Name != name {
 		return Deployment{}, fmt.Errorf("deployment %q: %w", name, ErrDamaged)
 	}
+	if _, err := s.imagePath(d.Digest); err != nil {
+		return Deployment{}, fmt.Errorf("deployment %q: %w: %w", name, ErrDamaged, err)
+	}
 	return d, nil
 }
 
-// Deployments lists every deployment by name.
-func (s *Store) Deployments() ([]Deployment, error) {
+// Deployments lists every deployment by name, and apart from them the
+// records it could not read. The error is only for the directory itself.
+func (s *Store) Deployments() ([]Deployment, []Damaged, error) {
 	entries, err := os.ReadDir(filepath.Join(s.root, deploymentsDir))
+	if errors.Is(err, fs.ErrNotExist) {
+		return []Deployment{}, nil, nil
+	}
 	if err != nil {
-		return nil, err
+		return nil, nil, fmt.Errorf("deployments: %w", err)
 	}
 	out := []Deployment{}
+	var damaged []Damaged
 	for _, e := range entries {
 		name, ok := strings.CutSuffix(e.Name(), ".json")
 		if !ok || strings.HasPrefix(name, tmpPrefix) {
 			continue
 		}
+		// A name no deploy could have written is reported, never opened:
+		// it might lead anywhere.
+		if err := manifest.CheckProgramName(name); err != nil {
+			damaged = append(damaged, Damaged{Name: name, Err: fmt.Errorf("deployment file %q: %w: %w", e.Name(), ErrDamaged, err)})
+			continue
+		}
 		d, err := s.Deployment(name)
-		if errors.Is(err, ErrNotDeployed) {
+		switch {
+		case errors.Is(err, ErrNotDeployed):
 			continue // removed since the directory was read
+		case errors.Is(err, ErrDamaged):
+			damaged = append(damaged, Damaged{Name: name, Err: err})
+		case err != nil:
+			damaged = append(damaged, Damaged{Name: name, Err: fmt.Errorf("%w: %w", ErrDamaged, err)})
+		default:
+			out = append(out, d)
 		}
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, d)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
-	return out, nil
+	sort.Slice(damaged, func(i, j int) bool { return damaged[i].Name < damaged[j].Name })
+	return out, damaged, nil
 }
 
 // Remove deletes the deployment under name and, unless keepData, its data.
 func (s *Store) Remove(name string, keepData bool) error {
+	if err := manifest.CheckProgramName(name); err != nil {
+		return err
+	}
 	err := os.Remove(s.deploymentPath(name))
 	if errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("program %q: %w", name, ErrNotDeployed)
 	}
 	if err != nil {
-		return err
+		return fmt.Errorf("remove %s: %w", name, err)
 	}
 	if !keepData {
-		return os.RemoveAll(s.dataPath(name))
+		return s.removeData(name)
 	}
 	return nil
 }
@@ -221,6 +307,14 @@ func (s *Store) Remove(name string, keepData bool) error {
 func writeAtomic(path string, b []byte) (err error) {
 	dir := filepath.Dir(path)
 	f, err := os.CreateTemp(dir, tmpPrefix+"*")
+	if errors.Is(err, fs.ErrNotExist) {
+		// A store from OpenExisting, or a directory removed by hand: the
+		// write creates what it needs.
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return err
+		}
+		f, err = os.CreateTemp(dir, tmpPrefix+"*")
+	}
 	if err != nil {
 		return err
 	}

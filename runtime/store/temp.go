@@ -1,0 +1,105 @@
+package store
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/berm-dev/berm/manifest"
+)
+
+// CollectTemp removes the temporary files (.tmp-*) that writes of killed
+// processes left in images/sha256, deployments and each program's data, and
+// returns how many it removed and their bytes. Only files older than
+// olderThan go: a younger one may be another process's write in progress, so
+// olderThan must be longer than any write takes (an image of 64 MiB on a slow
+// disk: minutes). Errors do not stop it; the first is returned.
+func (s *Store) CollectTemp(olderThan time.Duration) (files int, bytes int64, err error) {
+	cutoff := time.Now().Add(-olderThan)
+	var errs []error
+	add := func(n int, b int64, err error) {
+		files += n
+		bytes += b
+		if err != nil {
+			errs = append(errs, err)
+		}
+	}
+	add(collectDir(filepath.Join(s.root, imagesDir), cutoff))
+	add(collectDir(filepath.Join(s.root, deploymentsDir), cutoff))
+	entries, err := os.ReadDir(filepath.Join(s.root, dataDir))
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		errs = append(errs, err)
+	}
+	for _, e := range entries {
+		// IsDir is false for a symbolic link: none is followed out of the
+		// root, and only directories a program could have are looked in.
+		if e.IsDir() && manifest.CheckProgramName(e.Name()) == nil {
+			add(s.collectData(e.Name(), cutoff))
+		}
+	}
+	if len(errs) > 0 {
+		return files, bytes, fmt.Errorf("collect temporary files: %w", errs[0])
+	}
+	return files, bytes, nil
+}
+
+// collectData collects in a program's data in turn with its writers, since
+// its temporary files are charged to it: the counts of every process are
+// redone after.
+func (s *Store) collectData(program string, cutoff time.Time) (int, int64, error) {
+	u := s.usage(program)
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	dir := s.dataPath(program)
+	l, err := lockData(dir, false)
+	if errors.Is(err, fs.ErrNotExist) {
+		return 0, 0, nil
+	}
+	if err != nil {
+		return 0, 0, err
+	}
+	defer l.unlock()
+	n, b, err := collectDir(dir, cutoff)
+	if n > 0 {
+		u.valid = false
+		if _, terr := l.setToken(); err == nil {
+			err = terr
+		}
+	}
+	return n, b, err
+}
+
+// collectDir removes the regular .tmp-* files of dir last written before
+// cutoff.
+func collectDir(dir string, cutoff time.Time) (files int, bytes int64, err error) {
+	entries, err := os.ReadDir(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return 0, 0, nil
+	}
+	if err != nil {
+		return 0, 0, err
+	}
+	var first error
+	for _, e := range entries {
+		if !strings.HasPrefix(e.Name(), tmpPrefix) || !e.Type().IsRegular() {
+			continue
+		}
+		info, err := e.Info()
+		if err != nil || !info.ModTime().Before(cutoff) {
+			continue // gone already (renamed into place), or too young
+		}
+		if err := os.Remove(filepath.Join(dir, e.Name())); err != nil {
+			if !errors.Is(err, fs.ErrNotExist) && first == nil {
+				first = err
+			}
+			continue
+		}
+		files++
+		bytes += info.Size()
+	}
+	return files, bytes, first
+}
