@@ -3,24 +3,36 @@
 // on each program's own data) and the WASI table it links them against.
 // Embedders of the runtime choose their own; only the binary wires this one:
 //
-//	rt, err := runtime.New(ctx, runtime.DefaultCallDepth, host.Syscalls(st), &runtime.Options{
+//	rt, err := runtime.New(ctx, runtime.DefaultCallDepth, host.Syscalls(st, logger), &runtime.Options{
 //		Imports:      []runtime.HostModule{host.WASI()},
 //		ModuleConfig: host.ModuleConfig(),
 //	})
+//
+// A program learns nothing of the host's file system through them: a quota
+// refusal keeps its message (the store's have no paths), any other error of
+// the store reaches the program as a message of its own (no space left, or
+// host error) and goes whole to the logger.
 package host
 
 import (
 	"context"
 	"crypto/rand"
+	"errors"
+	"fmt"
+	"log/slog"
+	"syscall"
 	"time"
 
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
 
 	"github.com/berm-dev/berm/runtime"
+	"github.com/berm-dev/berm/runtime/store"
 )
 
 // KV is the programs' data, keyed by deployed name: runtime/store's Store.
+// An error of Set that wraps store.ErrQuota is a refusal whose message the
+// program reads; every other error is the host's, which it does not.
 type KV interface {
 	Get(program string, key []byte) ([]byte, bool, error)
 	Set(program string, key, value []byte) error
@@ -35,33 +47,60 @@ const (
 	SysDelete = "berm.delete"
 )
 
+// ErrHost is what berm.get and berm.delete return (and so trap with) when the
+// store fails: the store's own error, which names host paths, goes to the
+// logger only.
+var ErrHost = errors.New("host error")
+
 // Syscalls returns the binary's host syscalls over kv. A program reaches
-// each only when its manifest declares it.
-func Syscalls(kv KV) []runtime.Syscall {
+// each only when its manifest declares it. log (nil discards) receives the
+// errors of kv that the program is not shown.
+func Syscalls(kv KV, log *slog.Logger) []runtime.Syscall {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	failed := func(ctx context.Context, c *runtime.Call, name string, err error) {
+		log.LogAttrs(ctx, slog.LevelError, "host syscall failed",
+			slog.String("syscall", name), slog.String("program", c.Program()),
+			slog.String("tool", c.Tool()), slog.Any("err", err))
+	}
 	return []runtime.Syscall{
 		{Name: SysNow, Input: runtime.Unused, Func: func(context.Context, *runtime.Call, [][]byte) (uint64, error) {
 			return uint64(time.Now().UnixMilli()), nil
 		}},
-		{Name: SysGet, Input: runtime.Raw, Func: func(_ context.Context, c *runtime.Call, in [][]byte) (uint64, error) {
+		{Name: SysGet, Input: runtime.Raw, Func: func(ctx context.Context, c *runtime.Call, in [][]byte) (uint64, error) {
 			value, ok, err := kv.Get(c.Program(), in[0])
 			if err != nil {
-				return 0, err
+				failed(ctx, c, SysGet, err)
+				return 0, fmt.Errorf("%s: %w", SysGet, ErrHost)
 			}
 			if !ok {
 				return c.StageError(nil), nil
 			}
 			return c.Stage(value), nil
 		}},
-		{Name: SysSet, Input: runtime.Framed(2), Func: func(_ context.Context, c *runtime.Call, in [][]byte) (uint64, error) {
+		{Name: SysSet, Input: runtime.Framed(2), Func: func(ctx context.Context, c *runtime.Call, in [][]byte) (uint64, error) {
 			// Any refusal, the quota or a full disk, is the program's to
 			// handle: it is staged, not trapped.
-			if err := kv.Set(c.Program(), in[0], in[1]); err != nil {
-				return c.Refuse("berm.set: " + err.Error()), nil
+			err := kv.Set(c.Program(), in[0], in[1])
+			switch {
+			case err == nil:
+				return 0, nil
+			case errors.Is(err, store.ErrQuota):
+				return c.Refuse(SysSet + ": " + err.Error()), nil
+			}
+			failed(ctx, c, SysSet, err)
+			if errors.Is(err, syscall.ENOSPC) {
+				return c.Refuse(SysSet + ": the host could not store the value: no space left"), nil
+			}
+			return c.Refuse(SysSet + ": " + ErrHost.Error()), nil
+		}},
+		{Name: SysDelete, Input: runtime.Raw, Func: func(ctx context.Context, c *runtime.Call, in [][]byte) (uint64, error) {
+			if err := kv.Delete(c.Program(), in[0]); err != nil {
+				failed(ctx, c, SysDelete, err)
+				return 0, fmt.Errorf("%s: %w", SysDelete, ErrHost)
 			}
 			return 0, nil
-		}},
-		{Name: SysDelete, Input: runtime.Raw, Func: func(_ context.Context, c *runtime.Call, in [][]byte) (uint64, error) {
-			return 0, kv.Delete(c.Program(), in[0])
 		}},
 	}
 }

@@ -1,0 +1,128 @@
+package host_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/berm-dev/berm/runtime"
+	"github.com/berm-dev/berm/runtime/host"
+	"github.com/berm-dev/berm/runtime/store"
+)
+
+// hostPath is where the failing store claims to have failed.
+const hostPath = "/home/someone/.berm/data/kv/.tmp-123456"
+
+// failingKV fails every call with err.
+type failingKV struct{ err error }
+
+func (f failingKV) Get(string, []byte) ([]byte, bool, error) { return nil, false, f.err }
+func (f failingKV) Set(string, []byte, []byte) error         { return f.err }
+func (f failingKV) Delete(string, []byte) error              { return f.err }
+
+// deployKV deploys testdata/kv.wasm as "kv" over kv, logging to log.
+func deployKV(t *testing.T, kv host.KV, log *slog.Logger) *runtime.Runtime {
+	t.Helper()
+	ctx := context.Background()
+	rt, err := runtime.New(ctx, runtime.DefaultCallDepth, host.Syscalls(kv, log), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { rt.Close(ctx) })
+	image, err := os.ReadFile(filepath.Join("..", "..", "testdata", "kv.wasm"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := rt.Deploy(ctx, "kv", image); err != nil {
+		t.Fatal(err)
+	}
+	return rt
+}
+
+// TestSetRefusal: what berm.set's refusal tells the program names no host
+// path; the log has the whole error.
+func TestSetRefusal(t *testing.T) {
+	pathErr := func(errno syscall.Errno) error {
+		return fmt.Errorf("data of kv: %w", &fs.PathError{Op: "write", Path: hostPath, Err: errno})
+	}
+	for _, tc := range []struct {
+		name, want string
+		err        error
+		logged     bool
+	}{
+		{"io", "refused:berm.set: host error", pathErr(syscall.EIO), true},
+		{"no space", "refused:berm.set: the host could not store the value: no space left", pathErr(syscall.ENOSPC), true},
+		{"quota", "refused:berm.set: data of kv would be 67112960 bytes on disk, over the limit of 67108864 bytes: over the data quota",
+			fmt.Errorf("data of kv would be 67112960 bytes on disk, over the limit of 67108864 bytes: %w", store.ErrQuota), false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var log bytes.Buffer
+			rt := deployKV(t, failingKV{tc.err}, slog.New(slog.NewTextHandler(&log, nil)))
+			out, err := rt.Call(context.Background(), "kv", "set", []byte(`{}`))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if string(out.Result) != tc.want {
+				t.Errorf("the program read %q, want %q", out.Result, tc.want)
+			}
+			if strings.Contains(string(out.Result), "/") {
+				t.Errorf("the program read a path: %q", out.Result)
+			}
+			if got := strings.Contains(log.String(), hostPath) && strings.Contains(log.String(), "program=kv"); got != tc.logged {
+				t.Errorf("logged %v, want %v: %s", got, tc.logged, log.String())
+			}
+		})
+	}
+}
+
+// TestGetDeleteHostError: a store's failure under berm.get or berm.delete
+// traps with ErrHost and no host path; the log has the whole error.
+func TestGetDeleteHostError(t *testing.T) {
+	for _, tool := range []string{"get", "delete"} {
+		t.Run(tool, func(t *testing.T) {
+			var log bytes.Buffer
+			kv := failingKV{&fs.PathError{Op: "open", Path: hostPath, Err: syscall.EACCES}}
+			rt := deployKV(t, kv, slog.New(slog.NewTextHandler(&log, nil)))
+			_, err := rt.Call(context.Background(), "kv", tool, []byte(`{}`))
+			if !errors.Is(err, runtime.ErrTrap) {
+				t.Fatalf("%s: %v, want ErrTrap", tool, err)
+			}
+			if strings.Contains(err.Error(), hostPath) {
+				t.Errorf("the trap names a host path: %v", err)
+			}
+			if !strings.Contains(log.String(), hostPath) || !strings.Contains(log.String(), "program=kv") {
+				t.Errorf("the log lacks the error: %s", log.String())
+			}
+		})
+	}
+}
+
+// TestSyscallsStore: over a real store, with no logger.
+func TestSyscallsStore(t *testing.T) {
+	st, err := store.Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	rt := deployKV(t, st, nil)
+	ctx := context.Background()
+	for _, step := range []struct{ tool, args, want string }{
+		{"get", `{}`, "absent"},
+		{"set", `{"v":1}`, "set"},
+		{"get", `{}`, `{"v":1}`},
+		{"delete", `{}`, "deleted"},
+		{"get", `{}`, "absent"},
+	} {
+		out, err := rt.Call(ctx, "kv", step.tool, []byte(step.args))
+		if err != nil || string(out.Result) != step.want {
+			t.Fatalf("%s = %q, %v; want %q", step.tool, out.Result, err, step.want)
+		}
+	}
+}
