@@ -88,7 +88,7 @@ func runDeploy(ctx context.Context, e *env, opts deployOptions, args []string) e
 		return err
 	}
 	for _, w := range info.Warnings {
-		fmt.Fprintf(e.stderr, "berm: warning: %s\n", w)
+		fmt.Fprintf(e.stderr, "berm: warning: %s\n", printable(w))
 	}
 	if opts.json {
 		return writeJSON(e, info)

@@ -106,7 +106,8 @@ func inspectReference(ctx context.Context, e *env, opts inspectOptions, ref stri
 }
 
 func printInspect(e *env, out service.Details) error {
-	w := e.stdout
+	// Everything below but the digest and size comes from the image.
+	w := printableWriter{e.stdout}
 	if out.Name != "" {
 		fmt.Fprintf(w, "name:      %s\n", out.Name)
 	}

@@ -47,7 +47,7 @@ func runLs(ctx context.Context, e *env, opts lsOptions) error {
 	for _, p := range list {
 		if p.Error != "" {
 			// One damaged image must not hide every other deployment.
-			fmt.Fprintf(e.stderr, "berm: warning: %s: %s\n", p.Name, p.Error)
+			fmt.Fprintf(e.stderr, "berm: warning: %s: %s\n", p.Name, printable(p.Error))
 		}
 	}
 	if opts.json {
@@ -56,7 +56,7 @@ func runLs(ctx context.Context, e *env, opts lsOptions) error {
 	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "NAME\tDIGEST\tTOOLS\tSOURCE")
 	for _, p := range list {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", p.Name, shortDigest(p.Digest), strings.Join(p.Tools, ","), p.Source)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", p.Name, shortDigest(p.Digest), strings.Join(p.Tools, ","), printable(p.Source))
 	}
 	return tw.Flush()
 }

@@ -11,6 +11,10 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/urfave/cli/v3"
 )
@@ -50,7 +54,11 @@ func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 	}
 	var failure *programFailure
 	if errors.As(err, &failure) {
-		fmt.Fprintf(stderr, "%s\n", failure.message)
+		msg := failure.message
+		if isTerminal(stderr) {
+			msg = printable(msg)
+		}
+		fmt.Fprintf(stderr, "%s\n", msg)
 		return exitFailure
 	}
 	printError(stderr, err)
@@ -130,6 +138,41 @@ func (o *outputWriter) Write(p []byte) (int, error) {
 		o.err = err
 	}
 	return n, err
+}
+
+// printable replaces, in text a program wrote (its manifest, its failure,
+// its log lines, its module's import names), the control characters a
+// terminal acts on with their Go escapes: an image from a registry must not
+// clear the screen, retitle the window or set the clipboard of whoever
+// inspects it. Newlines and tabs stay; bytes that are not UTF-8 become
+// U+FFFD, so no 8-bit C1 control gets through either.
+func printable(s string) string {
+	if strings.IndexFunc(s, unsafeRune) < 0 && utf8.ValidString(s) {
+		return s
+	}
+	var b strings.Builder
+	for _, r := range s {
+		if unsafeRune(r) {
+			q := strconv.QuoteRune(r)
+			b.WriteString(q[1 : len(q)-1])
+		} else {
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
+}
+
+func unsafeRune(r rune) bool { return r != '\n' && r != '\t' && unicode.IsControl(r) }
+
+// printableWriter passes what is written through printable. A whole
+// fmt.Fprintf arrives in one Write, so no character is split.
+type printableWriter struct{ w io.Writer }
+
+func (p printableWriter) Write(b []byte) (int, error) {
+	if _, err := io.WriteString(p.w, printable(string(b))); err != nil {
+		return 0, err
+	}
+	return len(b), nil
 }
 
 // defaultRoot is ~/.berm, or "" without a home directory: a root in

@@ -82,8 +82,13 @@ func runRun(ctx context.Context, e *env, opts runOptions, args []string) error {
 	if err != nil {
 		return err
 	}
+	onTerminal := isTerminal(e.stderr)
 	cfg := runtimeConfig{depth: opts.maxCallDepth, limits: limits, log: func(_ context.Context, program, tool string, line []byte) {
-		fmt.Fprintf(e.stderr, "%s.%s: %s\n", program, tool, line)
+		text := string(line)
+		if onTerminal {
+			text = printable(text)
+		}
+		fmt.Fprintf(e.stderr, "%s.%s: %s\n", program, tool, text)
 	}, logger: stderrLogger(e)}
 	if t.deployed == nil {
 		// A file or reference has no deployment, so no data of its own:
