@@ -45,8 +45,8 @@ type Limits struct {
 	// Memory bounds each instance's memory, in bytes (rounded down to 64 KiB
 	// pages). memory.grow past it returns -1. Each running call, and each
 	// call nested in it, has an instance: without TotalMemory, what instances
-	// hold together is bounded only by the calls in flight × (call depth+1)
-	// × Memory.
+	// hold together is bounded only by the calls in flight (a server's
+	// MaxConcurrent) × (call depth+1) × Memory.
 	Memory uint64
 	// TotalMemory bounds the memory of all live instances of the runtime
 	// together, in bytes; 0 leaves it unbounded. A memory.grow that would pass
