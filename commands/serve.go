@@ -2,13 +2,16 @@ package commands
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
 	"runtime/debug"
+	"time"
 
 	"github.com/urfave/cli/v3"
 
+	"github.com/berm-dev/berm/internal/service"
 	"github.com/berm-dev/berm/mcpserve"
 	"github.com/berm-dev/berm/runtime/store"
 )
@@ -40,14 +43,23 @@ a second. On SIGTERM it stops taking calls, finishes those in flight and exits.
 
 Over HTTP the control API takes remote deploys (berm deploy --server URL), and
 GET /healthz answers load balancers. Any address beyond loopback needs --token;
-every request then needs "Authorization: Bearer <token>". Logs go to stderr;
-with --stdio, stdout carries nothing but the protocol.`,
+every request then needs "Authorization: Bearer <token>". On loopback only
+loopback names may appear in Host (DNS rebinding); behind a reverse proxy that
+passes the client's Host, name it with --allowed-host. Bodies, responses and
+sessions are bounded (--read-timeout, --write-timeout, --max-sessions,
+--session-idle). Logs go to stderr; with --stdio, stdout carries nothing but
+the protocol.`,
 		Flags: append([]cli.Flag{
 			&cli.BoolFlag{Name: "stdio", Usage: "serve MCP over stdin and stdout"},
 			&cli.StringFlag{Name: "addr", Value: mcpserve.DefaultAddr, Usage: "listen address for streamable HTTP (at /mcp)", Sources: cli.EnvVars("BERM_ADDR")},
 			&cli.StringFlag{Name: "token", Usage: "bearer token every HTTP request must carry", Sources: cli.EnvVars("BERM_TOKEN")},
 			&cli.StringFlag{Name: "tls-cert", Usage: "certificate `FILE` (PEM) to serve HTTPS"},
 			&cli.StringFlag{Name: "tls-key", Usage: "key `FILE` (PEM) to serve HTTPS"},
+			&cli.StringSliceFlag{Name: "allowed-host", Usage: "a `NAME` besides loopback that Host and Origin may carry, for a reverse proxy (repeatable; beyond loopback, any Host unless given)"},
+			&cli.DurationFlag{Name: "read-timeout", Value: mcpserve.DefaultReadTimeout, Usage: "time a request has to send its body"},
+			&cli.DurationFlag{Name: "write-timeout", Value: mcpserve.DefaultWriteTimeout, Usage: "time each write of a response (a result, an event of a stream) has to reach the client"},
+			&cli.IntFlag{Name: "max-sessions", Value: mcpserve.DefaultMaxSessions, Usage: "MCP sessions held at once; past it a new one is refused (503)"},
+			&cli.DurationFlag{Name: "session-idle", Value: mcpserve.DefaultSessionIdle, Usage: "an MCP session without a request for this long ends"},
 			&cli.StringFlag{Name: "tool-names", Value: "underscore", Usage: "underscore serves {program}_{tool}; dotted serves {program}.{tool}, for clients that accept dots"},
 			&cli.IntFlag{Name: "max-concurrent", Value: mcpserve.DefaultMaxConcurrent, Usage: "calls that run at once; past it calls wait"},
 			&cli.StringFlag{Name: "log-format", Value: "text", Usage: "text or json"},
@@ -64,6 +76,12 @@ with --stdio, stdout carries nothing but the protocol.`,
 					Token:   cmd.String("token"),
 					TLSCert: cmd.String("tls-cert"),
 					TLSKey:  cmd.String("tls-key"),
+
+					AllowedHosts: cmd.StringSlice("allowed-host"),
+					ReadTimeout:  cmd.Duration("read-timeout"),
+					WriteTimeout: cmd.Duration("write-timeout"),
+					MaxSessions:  int(cmd.Int("max-sessions")),
+					SessionIdle:  cmd.Duration("session-idle"),
 				},
 				toolNames:     cmd.String("tool-names"),
 				maxConcurrent: int(cmd.Int("max-concurrent")),
@@ -92,6 +110,17 @@ func runServe(ctx context.Context, e *env, opts serveOptions) error {
 	if opts.maxConcurrent <= 0 {
 		return usagef("--max-concurrent %d: want 1 or more", opts.maxConcurrent)
 	}
+	for _, d := range []struct {
+		flag  string
+		value time.Duration
+	}{{"--read-timeout", opts.http.ReadTimeout}, {"--write-timeout", opts.http.WriteTimeout}, {"--session-idle", opts.http.SessionIdle}} {
+		if d.value <= 0 {
+			return usagef("%s %s: want a positive duration", d.flag, d.value)
+		}
+	}
+	if opts.http.MaxSessions <= 0 {
+		return usagef("--max-sessions %d: want 1 or more", opts.http.MaxSessions)
+	}
 	var handler slog.Handler
 	switch opts.logFormat {
 	case "text":
@@ -118,24 +147,31 @@ func runServe(ctx context.Context, e *env, opts serveOptions) error {
 		return err
 	}
 	defer rt.Close(context.WithoutCancel(ctx))
-	srv = mcpserve.New(rt, st, &mcpserve.Options{
+	svc := service.New(rt, st, &service.Options{Check: mcpserve.Checker(naming), Logger: logger})
+	srv = mcpserve.New(svc, &mcpserve.Options{
 		Puller:        registryPuller{plainHTTP: opts.plainHTTP, st: st},
 		Naming:        naming,
 		MaxConcurrent: opts.maxConcurrent,
 		Logger:        logger,
 		Version:       binaryVersion(),
 	})
-	if err := srv.Load(ctx); err != nil {
+	// Every goroutine of the server and the service ends before the runtime
+	// closes (the deferred rt.Close runs after this).
+	defer srv.Close(context.WithoutCancel(ctx))
+	if err := srv.Start(ctx); err != nil {
 		return err
 	}
-	go srv.Watch(ctx)
 	// Calls in flight at SIGTERM get as long as a call may take.
 	drain := limits.Deadline
 	if opts.stdio {
 		return srv.RunStdio(ctx, e.stdin, e.stdout, drain)
 	}
 	opts.http.MaxBody = int64(limits.MaxArgs) + 64<<10
-	return srv.RunHTTP(ctx, opts.http, drain)
+	err = srv.RunHTTP(ctx, opts.http, drain)
+	if errors.Is(err, mcpserve.ErrAllowedHost) {
+		return usageError{err}
+	}
+	return err
 }
 
 // tuneGC sets the collector for a server, unless the operator has (GOGC,

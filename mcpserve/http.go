@@ -2,16 +2,13 @@ package mcpserve
 
 import (
 	"context"
-	"crypto/subtle"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"mime"
 	"net"
 	"net/http"
-	"net/url"
 	"strings"
 	"time"
 
@@ -42,6 +39,22 @@ type HTTPConfig struct {
 	MaxImage int64
 	// MaxBody bounds an MCP request body; 4 MiB when 0.
 	MaxBody int64
+	// AllowedHosts are names the server answers to besides loopback ones,
+	// for a reverse proxy that passes on the client's Host. A server bound
+	// beyond loopback answers to any Host unless some are given.
+	AllowedHosts []string
+	// ReadTimeout bounds the time to send a request body;
+	// DefaultReadTimeout when 0.
+	ReadTimeout time.Duration
+	// WriteTimeout bounds the time each write of a response takes to reach
+	// the client; DefaultWriteTimeout when 0.
+	WriteTimeout time.Duration
+	// MaxSessions bounds the MCP sessions held at once; DefaultMaxSessions
+	// when 0.
+	MaxSessions int
+	// SessionIdle closes a session that has had no request for that long;
+	// DefaultSessionIdle when 0.
+	SessionIdle time.Duration
 	// Ready, when set, receives the address listened on once the listener
 	// is open (for tests and for printing).
 	Ready func(addr net.Addr)
@@ -67,15 +80,16 @@ func IsLoopback(addr string) bool {
 // until ctx is done; then it stops taking calls, lets those in flight finish
 // (up to drain), and returns.
 func (s *Server) RunHTTP(ctx context.Context, cfg HTTPConfig, drain time.Duration) error {
-	if cfg.Addr == "" {
-		cfg.Addr = DefaultAddr
-	}
+	cfg = cfg.withDefaults()
 	loopback := IsLoopback(cfg.Addr)
 	if !loopback && cfg.Token == "" {
 		return fmt.Errorf("listen on %s: %w", cfg.Addr, ErrNeedsToken)
 	}
 	if (cfg.TLSCert == "") != (cfg.TLSKey == "") {
 		return errors.New("TLS needs both a certificate and a key")
+	}
+	if err := checkAllowedHosts(cfg.AllowedHosts); err != nil {
+		return err
 	}
 	tls := cfg.TLSCert != ""
 	if cfg.Token != "" && !tls && !loopback {
@@ -88,8 +102,11 @@ func (s *Server) RunHTTP(ctx context.Context, cfg HTTPConfig, drain time.Duratio
 	srv := &http.Server{
 		Handler:           s.Handler(cfg),
 		ReadHeaderTimeout: 10 * time.Second,
-		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
-		BaseContext:       func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
+		// Else net/http keeps a connection idle between requests forever;
+		// the body and the response are bounded per request (withDeadlines).
+		IdleTimeout: 2 * time.Minute,
+		ErrorLog:    slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
+		BaseContext: func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
 	}
 	scheme := "http"
 	if tls {
@@ -119,83 +136,61 @@ func (s *Server) RunHTTP(ctx context.Context, cfg HTTPConfig, drain time.Duratio
 	return srv.Close()
 }
 
-// RunStdio serves MCP over r and w (stdin and stdout) until the client hangs
-// up or ctx is done; then it lets calls in flight finish (up to drain).
-func (s *Server) RunStdio(ctx context.Context, r io.Reader, w io.Writer, drain time.Duration) error {
-	runCtx, stop := context.WithCancel(context.WithoutCancel(ctx))
-	defer stop()
-	go func() {
-		select {
-		case <-ctx.Done():
-			s.shutdown(drain)
-			stop()
-		case <-runCtx.Done():
-		}
-	}()
-	err := s.mcp.Run(runCtx, lineTransport{r: r, w: w, s: s})
-	if runCtx.Err() != nil {
-		return nil
+// withDefaults fills in what cfg leaves at zero.
+func (cfg HTTPConfig) withDefaults() HTTPConfig {
+	if cfg.Addr == "" {
+		cfg.Addr = DefaultAddr
 	}
-	return err
+	if cfg.MaxBody <= 0 {
+		cfg.MaxBody = 4 << 20
+	}
+	if cfg.MaxImage <= 0 {
+		cfg.MaxImage = runtime.DefaultMaxImage
+	}
+	if cfg.ReadTimeout <= 0 {
+		cfg.ReadTimeout = DefaultReadTimeout
+	}
+	if cfg.WriteTimeout <= 0 {
+		cfg.WriteTimeout = DefaultWriteTimeout
+	}
+	if cfg.MaxSessions <= 0 {
+		cfg.MaxSessions = DefaultMaxSessions
+	}
+	if cfg.SessionIdle <= 0 {
+		cfg.SessionIdle = DefaultSessionIdle
+	}
+	return cfg
 }
 
-// Handler is the HTTP service: /mcp, /healthz and the control API.
+// Handler is the HTTP service: /mcp, /healthz and the control API, behind
+// the checks every route gets (guard) and the bounds of withDeadlines.
 func (s *Server) Handler(cfg HTTPConfig) http.Handler {
-	maxBody := cfg.MaxBody
-	if maxBody <= 0 {
-		maxBody = 4 << 20
-	}
-	maxImage := cfg.MaxImage
-	if maxImage <= 0 {
-		maxImage = runtime.DefaultMaxImage
-	}
+	cfg = cfg.withDefaults()
 	mcpHandler := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.mcp },
-		&mcp.StreamableHTTPOptions{MaxRequestBodyBytes: maxBody, SessionTimeout: 30 * time.Minute})
+		&mcp.StreamableHTTPOptions{
+			MaxRequestBodyBytes: cfg.MaxBody,
+			SessionTimeout:      cfg.SessionIdle,
+			// guard checks Host on every route and knows the allowed hosts;
+			// the SDK's own check guards /mcp alone, answers in plain text
+			// and refuses the Host a reverse proxy on loopback passes on.
+			DisableLocalhostProtection: true,
+		})
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]any{"status": "ok", "programs": len(s.Programs()), "calls": s.InFlight()})
 	})
-	guard := func(h http.Handler) http.Handler { return s.guard(cfg.Token, h) }
-	mux.Handle("/mcp", guard(s.owing(mcpHandler)))
-	mux.Handle("GET /v1/programs", guard(http.HandlerFunc(s.listPrograms)))
-	mux.Handle("GET /v1/programs/{name}", guard(http.HandlerFunc(s.getProgram)))
-	mux.Handle("DELETE /v1/programs/{name}", guard(http.HandlerFunc(s.deleteProgram)))
-	mux.Handle("PUT /v1/programs/{name}", guard(http.MaxBytesHandler(http.HandlerFunc(s.putProgram), maxImage)))
-	return mux
-}
-
-// guard checks the token and refuses cross-origin requests from browsers:
-// a page elsewhere (or one that rebinds its name to this address) must not
-// reach the tools. The SDK checks Host against loopback itself.
-func (s *Server) guard(token string, next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if origin := r.Header.Get("Origin"); origin != "" && !allowedOrigin(origin, r.Host) {
-			writeError(w, http.StatusForbidden, "forbidden", fmt.Errorf("origin %s may not reach this server", origin))
-			return
-		}
-		if token != "" {
-			got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-			if !ok || subtle.ConstantTimeCompare([]byte(got), []byte(token)) != 1 {
-				w.Header().Set("WWW-Authenticate", `Bearer realm="berm"`)
-				writeError(w, http.StatusUnauthorized, "unauthorized", errors.New("a valid bearer token is required"))
-				return
-			}
-		}
-		next.ServeHTTP(w, r)
+	mux.Handle("/mcp", s.owing(s.mcpBounds(cfg.MaxSessions, cfg.MaxBody, mcpHandler)))
+	mux.HandleFunc("GET /v1/programs", s.listPrograms)
+	mux.HandleFunc("GET /v1/programs/{name}", s.getProgram)
+	mux.HandleFunc("DELETE /v1/programs/{name}", s.deleteProgram)
+	mux.HandleFunc("PUT /v1/programs/{name}", func(w http.ResponseWriter, r *http.Request) {
+		s.putProgram(w, r, cfg.MaxImage)
 	})
-}
-
-// allowedOrigin accepts the server's own origin and loopback origins.
-func allowedOrigin(origin, host string) bool {
-	u, err := url.Parse(origin)
-	if err != nil || u.Host == "" {
-		return false
-	}
-	return u.Host == host || IsLoopback(u.Hostname())
+	return withDeadlines(cfg.ReadTimeout, cfg.WriteTimeout, s.guard(cfg, mux))
 }
 
 func (s *Server) listPrograms(w http.ResponseWriter, r *http.Request) {
-	list, err := List(s.st)
+	list, err := s.svc.List()
 	if err != nil {
 		writeError(w, http.StatusInternalServerError, "internal", err)
 		return
@@ -204,7 +199,7 @@ func (s *Server) listPrograms(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) getProgram(w http.ResponseWriter, r *http.Request) {
-	d, err := Inspect(s.st, r.PathValue("name"))
+	d, err := s.svc.Inspect(r.PathValue("name"))
 	if err != nil {
 		writeStoreError(w, err)
 		return
@@ -214,15 +209,10 @@ func (s *Server) getProgram(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) deleteProgram(w http.ResponseWriter, r *http.Request) {
 	name := r.PathValue("name")
-	if err := manifest.CheckProgramName(name); err != nil {
+	if err := s.svc.Remove(r.Context(), name, r.URL.Query().Get("keep_data") == "true"); err != nil {
 		writeStoreError(w, err)
 		return
 	}
-	if err := s.st.Remove(name, r.URL.Query().Get("keep_data") == "true"); err != nil {
-		writeStoreError(w, err)
-		return
-	}
-	s.syncNow(r.Context())
 	writeJSON(w, http.StatusOK, map[string]string{"removed": name})
 }
 
@@ -234,19 +224,13 @@ type deployRequest struct {
 // putProgram deploys the image in the body (application/wasm), or the
 // reference a JSON body names, which the server pulls with its own
 // credentials.
-func (s *Server) putProgram(w http.ResponseWriter, r *http.Request) {
+func (s *Server) putProgram(w http.ResponseWriter, r *http.Request, maxImage int64) {
 	name := r.PathValue("name")
-	body, err := io.ReadAll(r.Body)
-	var tooLarge *http.MaxBytesError
-	if errors.As(err, &tooLarge) {
-		writeError(w, http.StatusRequestEntityTooLarge, "too_large",
-			fmt.Errorf("image over the limit of %d bytes: %w", tooLarge.Limit, runtime.ErrRefused))
+	body, ok := readBody(w, r, maxImage, "image")
+	if !ok {
 		return
 	}
-	if err != nil {
-		writeError(w, http.StatusBadRequest, "invalid", err)
-		return
-	}
+	var err error
 	image, source := body, r.URL.Query().Get("source")
 	if mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type")); mt == "application/json" {
 		var req deployRequest
@@ -263,21 +247,12 @@ func (s *Server) putProgram(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	info, err := Deploy(r.Context(), s.rt, s.st, name, image, source, s.opts.Naming)
+	info, err := s.svc.Deploy(r.Context(), name, image, source)
 	if err != nil {
 		writeStoreError(w, err)
 		return
 	}
-	s.syncNow(r.Context())
 	writeJSON(w, http.StatusOK, info)
-}
-
-// syncNow serves a change made through the control API at once, rather than
-// at the next poll.
-func (s *Server) syncNow(ctx context.Context) {
-	if _, err := s.Sync(ctx); err != nil {
-		s.log.Error("sync", "error", err)
-	}
 }
 
 // errorBody is the control API's error: the message, and a kind the client

@@ -31,12 +31,7 @@ import (
 // serveHTTP starts the HTTP service of a loaded server on loopback.
 func (h *harness) serveHTTP(t *testing.T, cfg mcpserve.HTTPConfig) *httptest.Server {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(cancel)
-	if err := h.srv.Load(ctx); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { <-h.srv.Ready() })
+	h.start(t)
 	ts := httptest.NewServer(h.srv.Handler(cfg))
 	t.Cleanup(ts.Close)
 	return ts
@@ -90,6 +85,7 @@ func TestHTTPToken(t *testing.T) {
 	if _, err := connectHTTP(t, ts.URL+"/mcp", nil); err == nil {
 		t.Fatal("connected without the token")
 	}
+	refused(t, postMCP(t, nil, ts.URL, "", initBody), http.StatusUnauthorized, "unauthorized")
 	if _, err := connectHTTP(t, ts.URL+"/mcp", &http.Client{Transport: bearer{"wrong", http.DefaultTransport}}); err == nil {
 		t.Fatal("connected with a wrong token")
 	}
@@ -112,50 +108,15 @@ func TestHTTPToken(t *testing.T) {
 	}
 }
 
-func TestHTTPOriginAndHost(t *testing.T) {
-	h := newHarness(t, runtime.Limits{}, nil)
-	ts := h.serveHTTP(t, mcpserve.HTTPConfig{})
-	init := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`
-	post := func(mutate func(*http.Request)) int {
-		req, _ := http.NewRequest(http.MethodPost, ts.URL+"/mcp", strings.NewReader(init))
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Accept", "application/json, text/event-stream")
-		mutate(req)
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		resp.Body.Close()
-		return resp.StatusCode
-	}
-	if code := post(func(*http.Request) {}); code != http.StatusOK {
-		t.Fatalf("a plain request: %d", code)
-	}
-	if code := post(func(r *http.Request) { r.Header.Set("Origin", "http://localhost:6274") }); code != http.StatusOK {
-		t.Errorf("a loopback origin: %d", code)
-	}
-	if code := post(func(r *http.Request) { r.Header.Set("Origin", "https://evil.example") }); code != http.StatusForbidden {
-		t.Errorf("a foreign origin: %d, want 403", code)
-	}
-	// DNS rebinding: a foreign name that resolves to this loopback server.
-	if code := post(func(r *http.Request) { r.Host = "evil.example:80" }); code != http.StatusForbidden {
-		t.Errorf("a foreign Host on loopback: %d, want 403", code)
-	}
-}
-
 func TestHTTPBodyLimit(t *testing.T) {
 	h := newHarness(t, runtime.Limits{}, nil)
 	ts := h.serveHTTP(t, mcpserve.HTTPConfig{MaxBody: 1024, MaxImage: 2048})
 	big := `{"jsonrpc":"2.0","id":1,"method":"ping","params":{"x":"` + strings.Repeat("x", 2048) + `"}}`
-	req, _ := http.NewRequest(http.MethodPost, ts.URL+"/mcp", strings.NewReader(big))
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil || resp.StatusCode != http.StatusRequestEntityTooLarge {
-		t.Fatalf("an oversized MCP body: %v %v", resp.Status, err)
-	}
+	refused(t, postMCP(t, nil, ts.URL, "", big), http.StatusRequestEntityTooLarge, "too_large")
+	id := openSession(t, nil, ts.URL)
+	refused(t, postMCP(t, nil, ts.URL, id, big), http.StatusRequestEntityTooLarge, "too_large")
 	client, _ := mcpserve.NewClient(ts.URL, "")
-	_, err = client.Deploy(context.Background(), "big", make([]byte, 4096), "")
+	_, err := client.Deploy(context.Background(), "big", make([]byte, 4096), "")
 	if !errors.Is(err, runtime.ErrRefused) || !strings.Contains(err.Error(), "2048") {
 		t.Fatalf("an oversized image: %v", err)
 	}
@@ -249,10 +210,7 @@ func TestRunHTTPTLS(t *testing.T) {
 	h.deploy(t, "echo", "echo.wasm")
 	certFile, keyFile, pool := selfSigned(t)
 	ctx, cancel := context.WithCancel(context.Background())
-	if err := h.srv.Load(ctx); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { <-h.srv.Ready() })
+	h.start(t)
 	addrs := make(chan net.Addr, 1)
 	done := make(chan error, 1)
 	go func() {
