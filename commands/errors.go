@@ -77,10 +77,12 @@ var hints = []struct {
 	{mcpserve.ErrUnreachable, "is berm serve running there? check --server or BERM_SERVER"},
 }
 
+// printError prints err and its hint. An error may quote what a registry,
+// a server or an image said, so it goes through printable.
 func printError(w io.Writer, err error) {
-	fmt.Fprintf(w, "berm: error: %v\n", err)
+	fmt.Fprintf(w, "berm: error: %s\n", printable(err.Error()))
 	if hint := hintFor(err); hint != "" {
-		fmt.Fprintf(w, "berm: hint: %s\n", hint)
+		fmt.Fprintf(w, "berm: hint: %s\n", printable(hint))
 	}
 }
 

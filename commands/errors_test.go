@@ -62,3 +62,11 @@ func TestHints(t *testing.T) {
 		})
 	}
 }
+
+func TestPrintErrorEscapes(t *testing.T) {
+	var w bytes.Buffer
+	printError(&w, fmt.Errorf("registry said %s: %w", "\x1b]0;pwned\x07", errors.New("no")))
+	if strings.ContainsAny(w.String(), "\x1b\x07") {
+		t.Errorf("printed raw: %q", w.String())
+	}
+}

@@ -65,7 +65,7 @@ func inspect(ctx context.Context, e *env, opts inspectOptions, arg string) (serv
 	if err != nil {
 		return service.Details{}, err
 	}
-	if client != nil && !isFile(arg) {
+	if client != nil && !isPath(arg) { // a path is read here, never asked of the server
 		return client.Inspect(ctx, arg)
 	}
 	st, err := openExisting(opts.root)

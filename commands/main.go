@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"unicode"
 	"unicode/utf8"
 
@@ -46,8 +47,8 @@ func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 	// Output that did not reach stdout (a full disk, a closed pipe) is a
 	// failure, whatever the command: whoever reads it would take a truncated
 	// result for the whole one.
-	if out.err != nil && (err == nil || errors.Is(err, out.err)) {
-		err = outputError{out.err}
+	if lost := out.failed(); lost != nil && (err == nil || errors.Is(err, lost)) {
+		err = outputError{lost}
 	}
 	if err == nil {
 		return exitOK
@@ -123,13 +124,17 @@ it once and instantiates it anew for every call.
 }
 
 // outputWriter keeps the first error writing stdout, so that Main fails a
-// command whose output was lost even where the command did not check.
+// command whose output was lost even where the command did not check. It is
+// locked: serve's goroutines write to it.
 type outputWriter struct {
 	w   io.Writer
+	mu  sync.Mutex
 	err error
 }
 
 func (o *outputWriter) Write(p []byte) (int, error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
 	if o.err != nil {
 		return 0, o.err
 	}
@@ -138,6 +143,13 @@ func (o *outputWriter) Write(p []byte) (int, error) {
 		o.err = err
 	}
 	return n, err
+}
+
+// failed is the first error writing, or nil.
+func (o *outputWriter) failed() error {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.err
 }
 
 // printable replaces, in text a program wrote (its manifest, its failure,

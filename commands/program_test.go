@@ -39,3 +39,17 @@ func TestReadImageFile(t *testing.T) {
 		t.Errorf("a missing file read as an image")
 	}
 }
+
+// TestProjectFileBounded: berm.toml is read up to a bound, whatever it is.
+func TestProjectFileBounded(t *testing.T) {
+	if _, err := os.Stat("/dev/zero"); err != nil {
+		t.Skip("no /dev/zero")
+	}
+	dir := t.TempDir()
+	if err := os.Symlink("/dev/zero", filepath.Join(dir, projectFile)); err != nil {
+		t.Skip(err)
+	}
+	if _, err := readProject(dir); err == nil {
+		t.Fatal("a berm.toml of /dev/zero read")
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -15,6 +16,9 @@ import (
 
 // projectFile is a program's project file, in the directory berm runs in.
 const projectFile = "berm.toml"
+
+// maxProjectFile is far past three keys.
+const maxProjectFile = 64 << 10
 
 // project is berm.toml: what `berm push` and `berm deploy` do without
 // arguments.
@@ -33,13 +37,22 @@ type project struct {
 // readProject reads berm.toml from dir.
 func readProject(dir string) (*project, error) {
 	path := filepath.Join(dir, projectFile)
-	b, err := os.ReadFile(path)
+	f, err := os.Open(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, withHint(fmt.Errorf("no %s in %s", projectFile, dir),
 			"give the arguments, or write a berm.toml with name, image and wasm (see --help)")
 	}
 	if err != nil {
 		return nil, err
+	}
+	defer f.Close()
+	// Bounded: the file is whatever the directory holds, /dev/zero included.
+	b, err := io.ReadAll(io.LimitReader(f, maxProjectFile+1))
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if len(b) > maxProjectFile {
+		return nil, fmt.Errorf("%s: over %d bytes, not a project file", path, maxProjectFile)
 	}
 	var p project
 	dec := toml.NewDecoder(bytes.NewReader(b)).DisallowUnknownFields()

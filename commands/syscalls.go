@@ -34,6 +34,9 @@ into programs whose manifest declares them.
    berm syscalls --json`,
 		Flags: []cli.Flag{&cli.BoolFlag{Name: "json", Usage: `print [{"name", "number", "core"}]`}},
 		Action: func(ctx context.Context, cmd *cli.Command) error {
+			if cmd.Args().Len() > 0 {
+				return usagef("syscalls takes no arguments")
+			}
 			return runSyscalls(ctx, e, syscallsOptions{json: cmd.Bool("json")})
 		},
 	}

@@ -32,6 +32,9 @@ func newVersionCommand(e *env) *cli.Command {
    berm version --json | jq -r .abi_version`,
 		Flags: []cli.Flag{&cli.BoolFlag{Name: "json", Usage: "print as JSON"}},
 		Action: func(ctx context.Context, cmd *cli.Command) error {
+			if cmd.Args().Len() > 0 {
+				return usagef("version takes no arguments")
+			}
 			return runVersion(ctx, e, cmd.Bool("json"))
 		},
 	}
