@@ -90,7 +90,7 @@ type moduleData struct {
 // parseDataSection finds and decodes the data section. It is false for
 // anything it does not fully understand or that makes the rewrite unsafe.
 func parseDataSection(module []byte) (*moduleData, bool) {
-	if !bytes.HasPrefix(module, []byte(wasmbin.Header)) || len(module) > math.MaxUint32 {
+	if !bytes.HasPrefix(module, []byte(wasmbin.Header)) || uint64(len(module)) > math.MaxUint32 {
 		return nil, false
 	}
 	md := &moduleData{}
