@@ -43,13 +43,20 @@ func newRuntime(ctx context.Context, st *store.Store, cfg runtimeConfig) (*runti
 			kv = st
 		}
 	}
-	return runtime.New(ctx, cfg.depth, host.Syscalls(kv, cfg.logger), &runtime.Options{
+	opts := &runtime.Options{
 		CacheDir:     cacheDir,
 		Limits:       cfg.limits,
 		Imports:      []runtime.HostModule{host.WASI()},
 		ModuleConfig: host.ModuleConfig(),
 		Log:          cfg.log,
-	})
+	}
+	if cfg.logger != nil {
+		// What a program is not shown of a host failure, the operator is.
+		opts.HostError = func(ctx context.Context, program, tool string, err error) {
+			cfg.logger.ErrorContext(ctx, "host error", "program", program, "tool", tool, "error", err)
+		}
+	}
+	return runtime.New(ctx, cfg.depth, host.Syscalls(kv, cfg.logger), opts)
 }
 
 // errNoRoot: --root is empty, as it is by default without a home directory.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"os"
 	"runtime/debug"
 	"time"
@@ -13,7 +14,6 @@ import (
 
 	"github.com/berm-dev/berm/internal/service"
 	"github.com/berm-dev/berm/mcpserve"
-	"github.com/berm-dev/berm/runtime/store"
 )
 
 type serveOptions struct {
@@ -25,6 +25,7 @@ type serveOptions struct {
 	logFormat     string
 	plainHTTP     bool
 	limitOptions
+	totalMemory string
 }
 
 func newServeCommand(e *env) *cli.Command {
@@ -63,6 +64,7 @@ the protocol.`,
 			&cli.StringFlag{Name: "tool-names", Value: "underscore", Usage: "underscore serves {program}_{tool}; dotted serves {program}.{tool}, for clients that accept dots"},
 			&cli.IntFlag{Name: "max-concurrent", Value: mcpserve.DefaultMaxConcurrent, Usage: "calls that run at once; past it calls wait"},
 			&cli.StringFlag{Name: "log-format", Value: "text", Usage: "text or json"},
+			&cli.StringFlag{Name: "total-memory", Value: "0", Usage: "memory of all instances at once (64MiB, 8GiB); 0 leaves it at --max-concurrent × (call depth+1) × --memory"},
 		}, append(limitFlags(), registryFlags()...)...),
 		Action: func(ctx context.Context, cmd *cli.Command) error {
 			if cmd.Args().Len() > 0 {
@@ -88,6 +90,7 @@ the protocol.`,
 				logFormat:     cmd.String("log-format"),
 				plainHTTP:     cmd.Bool("plain-http"),
 				limitOptions:  readLimitFlags(cmd),
+				totalMemory:   cmd.String("total-memory"),
 			}
 			return runServe(ctx, e, opts)
 		},
@@ -98,6 +101,19 @@ func runServe(ctx context.Context, e *env, opts serveOptions) error {
 	limits, err := opts.limits()
 	if err != nil {
 		return err
+	}
+	total, err := parseSize(opts.totalMemory)
+	if err != nil {
+		return usagef("--total-memory: %v", err)
+	}
+	if total != 0 && total < limits.Memory {
+		return usagef("--total-memory %s: want 0 or at least --memory (%d bytes)", opts.totalMemory, limits.Memory)
+	}
+	limits.TotalMemory = total
+	if !opts.stdio {
+		if _, _, err := net.SplitHostPort(opts.http.Addr); err != nil {
+			return usagef("--addr %q: want host:port, such as 127.0.0.1:7777", opts.http.Addr)
+		}
 	}
 	var naming mcpserve.Naming
 	switch opts.toolNames {
@@ -136,12 +152,12 @@ func runServe(ctx context.Context, e *env, opts serveOptions) error {
 		return withHint(fmt.Errorf("serve on %s: %w", opts.http.Addr, mcpserve.ErrNeedsToken),
 			"give --token (or BERM_TOKEN), or listen on loopback (127.0.0.1)")
 	}
-	st, err := store.Open(opts.root)
+	st, err := openStore(opts.root)
 	if err != nil {
 		return err
 	}
 	var srv *mcpserve.Server
-	rt, err := newRuntime(ctx, st, runtimeConfig{depth: opts.maxCallDepth, limits: limits,
+	rt, err := newRuntime(ctx, st, runtimeConfig{depth: opts.maxCallDepth, limits: limits, logger: logger,
 		log: func(ctx context.Context, program, tool string, line []byte) { srv.Log(ctx, program, tool, line) }})
 	if err != nil {
 		return err
