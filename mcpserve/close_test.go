@@ -1,0 +1,36 @@
+package mcpserve_test
+
+import (
+	"context"
+	goruntime "runtime"
+	"testing"
+	"time"
+
+	"github.com/berm-dev/berm/runtime"
+)
+
+// Close stops every goroutine New and Start began (the call workers, the
+// service's sync loop and compiles): ten servers leave none behind.
+func TestCloseLeavesNoGoroutines(t *testing.T) {
+	h := newHarness(t, runtime.Limits{}, nil)
+	h.deploy(t, "echo", "echo.wasm")
+	before := goruntime.NumGoroutine()
+	for range 10 {
+		h.build(nil)
+		if err := h.srv.Start(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		<-h.srv.Ready()
+		if err := h.srv.Close(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for goruntime.NumGoroutine() > before && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if n := goruntime.NumGoroutine(); n > before {
+		buf := make([]byte, 1<<20)
+		t.Fatalf("%d goroutines left behind:\n%s", n-before, buf[:goruntime.Stack(buf, true)])
+	}
+}
