@@ -6,8 +6,8 @@ import (
 	"io"
 	"syscall"
 
+	"github.com/berm-dev/berm/internal/control"
 	"github.com/berm-dev/berm/manifest"
-	"github.com/berm-dev/berm/mcpserve"
 	"github.com/berm-dev/berm/registry"
 	"github.com/berm-dev/berm/runtime"
 	"github.com/berm-dev/berm/runtime/store"
@@ -73,8 +73,8 @@ var hints = []struct {
 	{store.ErrDamaged, "deploy the program again to replace the damaged file"},
 	{registry.ErrUnauthorized, "log in first: echo \"$TOKEN\" | berm login --username NAME REGISTRY"},
 	{registry.ErrNotFound, "check the reference (host/repo:tag); berm push REF FILE publishes one"},
-	{mcpserve.ErrUnauthorized, "give the server's token with --token or BERM_TOKEN"},
-	{mcpserve.ErrUnreachable, "is berm serve running there? check --server or BERM_SERVER"},
+	{control.ErrUnauthorized, "give the server's token with --token or BERM_TOKEN"},
+	{control.ErrUnreachable, "is berm serve running there? check --server or BERM_SERVER"},
 }
 
 // printError prints err and its hint. An error may quote what a registry,

@@ -3,7 +3,7 @@ package commands
 import (
 	"github.com/urfave/cli/v3"
 
-	"github.com/berm-dev/berm/mcpserve"
+	"github.com/berm-dev/berm/internal/control"
 )
 
 // serverFlags let deploy, ls, rm and inspect drive a berm server's control
@@ -25,9 +25,9 @@ func readServerFlags(cmd *cli.Command) remote {
 }
 
 // client returns the control API client, or nil when acting on the root.
-func (r remote) client() (*mcpserve.Client, error) {
+func (r remote) client() (*control.Client, error) {
 	if r.server == "" {
 		return nil, nil
 	}
-	return mcpserve.NewClient(r.server, r.token)
+	return control.NewClient(r.server, r.token)
 }

@@ -14,13 +14,11 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/berm-dev/berm/internal/control"
 	"github.com/berm-dev/berm/manifest"
 	"github.com/berm-dev/berm/runtime"
 	"github.com/berm-dev/berm/runtime/store"
 )
-
-// ErrPull: the server could not pull the reference it was asked to deploy.
-var ErrPull = errors.New("pull failed")
 
 // ErrNeedsToken: a server bound beyond loopback would take requests from
 // anyone on the network.
@@ -216,11 +214,6 @@ func (s *Server) deleteProgram(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]string{"removed": name})
 }
 
-// deployRequest is the JSON body of a PUT that deploys from a reference.
-type deployRequest struct {
-	Ref string `json:"ref"`
-}
-
 // putProgram deploys the image in the body (application/wasm), or the
 // reference a JSON body names, which the server pulls with its own
 // credentials.
@@ -233,17 +226,17 @@ func (s *Server) putProgram(w http.ResponseWriter, r *http.Request, maxImage int
 	var err error
 	image, source := body, r.URL.Query().Get("source")
 	if mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type")); mt == "application/json" {
-		var req deployRequest
+		var req control.DeployRequest
 		if err := json.Unmarshal(body, &req); err != nil || req.Ref == "" {
 			writeError(w, http.StatusBadRequest, "invalid", errors.New(`want a JSON body {"ref": "host/repo:tag"}`))
 			return
 		}
 		if s.opts.Puller == nil {
-			writeError(w, http.StatusBadRequest, "pull", fmt.Errorf("%s: %w: this server has no registry client", req.Ref, ErrPull))
+			writeError(w, http.StatusBadRequest, "pull", fmt.Errorf("%s: %w: this server has no registry client", req.Ref, control.ErrPull))
 			return
 		}
 		if image, source, err = s.opts.Puller.Pull(r.Context(), req.Ref); err != nil {
-			writeError(w, http.StatusBadGateway, "pull", fmt.Errorf("%w: %v", ErrPull, err))
+			writeError(w, http.StatusBadGateway, "pull", fmt.Errorf("%w: %v", control.ErrPull, err))
 			return
 		}
 	}
@@ -253,13 +246,6 @@ func (s *Server) putProgram(w http.ResponseWriter, r *http.Request, maxImage int
 		return
 	}
 	writeJSON(w, http.StatusOK, info)
-}
-
-// errorBody is the control API's error: the message, and a kind the client
-// maps back to the error it stands for.
-type errorBody struct {
-	Error string `json:"error"`
-	Kind  string `json:"kind"`
 }
 
 func writeStoreError(w http.ResponseWriter, err error) {
@@ -278,7 +264,7 @@ func writeStoreError(w http.ResponseWriter, err error) {
 }
 
 func writeError(w http.ResponseWriter, status int, kind string, err error) {
-	writeJSON(w, status, errorBody{Error: err.Error(), Kind: kind})
+	writeJSON(w, status, control.ErrorBody{Error: err.Error(), Kind: kind})
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {

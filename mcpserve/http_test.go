@@ -22,6 +22,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/berm-dev/berm/internal/control"
 	"github.com/berm-dev/berm/manifest"
 	"github.com/berm-dev/berm/mcpserve"
 	"github.com/berm-dev/berm/runtime"
@@ -115,7 +116,7 @@ func TestHTTPBodyLimit(t *testing.T) {
 	refused(t, postMCP(t, nil, ts.URL, "", big), http.StatusRequestEntityTooLarge, "too_large")
 	id := openSession(t, nil, ts.URL)
 	refused(t, postMCP(t, nil, ts.URL, id, big), http.StatusRequestEntityTooLarge, "too_large")
-	client, _ := mcpserve.NewClient(ts.URL, "")
+	client, _ := control.NewClient(ts.URL, "")
 	_, err := client.Deploy(context.Background(), "big", make([]byte, 4096), "")
 	if !errors.Is(err, runtime.ErrRefused) || !strings.Contains(err.Error(), "2048") {
 		t.Fatalf("an oversized image: %v", err)
@@ -126,7 +127,7 @@ func TestControlAPI(t *testing.T) {
 	h := newHarness(t, runtime.Limits{}, nil)
 	ts := h.serveHTTP(t, mcpserve.HTTPConfig{Token: "tok"})
 	ctx := context.Background()
-	client, err := mcpserve.NewClient(ts.URL, "tok")
+	client, err := control.NewClient(ts.URL, "tok")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -162,10 +163,10 @@ func TestControlAPI(t *testing.T) {
 		{"remove absent", func() error { return client.Remove(ctx, "ghost", false) }, store.ErrNotDeployed, "ghost"},
 		{"unservable", func() error { _, err := client.Deploy(ctx, "bad", unservableImage(t), ""); return err }, runtime.ErrRefused, "cannot be served"},
 		{"wrong token", func() error {
-			c, _ := mcpserve.NewClient(ts.URL, "nope")
+			c, _ := control.NewClient(ts.URL, "nope")
 			_, err := c.List(ctx)
 			return err
-		}, mcpserve.ErrUnauthorized, "bearer token"},
+		}, control.ErrUnauthorized, "bearer token"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

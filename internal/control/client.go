@@ -1,4 +1,10 @@
-package mcpserve
+// Package control is the client of berm serve's control API, which
+// `berm deploy|ls|rm|inspect --server URL` drive, and the wire types it
+// shares with the server (mcpserve).
+//
+//	c, err := control.NewClient("http://127.0.0.1:7777", token)
+//	info, err := c.Deploy(ctx, "echo", image, "echo.wasm")
+package control
 
 import (
 	"bytes"
@@ -16,6 +22,21 @@ import (
 	"github.com/berm-dev/berm/runtime"
 	"github.com/berm-dev/berm/runtime/store"
 )
+
+// ErrPull: the server could not pull the reference it was asked to deploy.
+var ErrPull = errors.New("pull failed")
+
+// DeployRequest is the JSON body of a PUT that deploys from a reference.
+type DeployRequest struct {
+	Ref string `json:"ref"`
+}
+
+// ErrorBody is the control API's error: the message, and a kind the client
+// maps back to the error it stands for.
+type ErrorBody struct {
+	Error string `json:"error"`
+	Kind  string `json:"kind"`
+}
 
 // ErrUnreachable: no berm server answered at the URL.
 var ErrUnreachable = errors.New("unreachable")
@@ -56,7 +77,7 @@ func (c *Client) Deploy(ctx context.Context, name string, image []byte, source s
 // deploy it under name.
 func (c *Client) DeployRef(ctx context.Context, name, ref string) (service.Info, error) {
 	var info service.Info
-	body, err := json.Marshal(deployRequest{Ref: ref})
+	body, err := json.Marshal(DeployRequest{Ref: ref})
 	if err != nil {
 		return info, err
 	}
@@ -115,7 +136,7 @@ func (c *Client) do(ctx context.Context, method, path string, query url.Values, 
 		return fmt.Errorf("server %s: %w", c.base, err)
 	}
 	if resp.StatusCode/100 != 2 {
-		var e errorBody
+		var e ErrorBody
 		if json.Unmarshal(data, &e) != nil || e.Error == "" {
 			return fmt.Errorf("server %s: %s", c.base, resp.Status)
 		}
