@@ -2,11 +2,12 @@
 // endpoint, each tool named {program}_{tool}, over stdio or streamable HTTP,
 // and offers the control API that remote deploys use.
 //
-//	srv := mcpserve.New(rt, st, &mcpserve.Options{Logger: logger})
-//	if err := srv.Load(ctx); err != nil { // tools listed from manifests at once
-//		return err
+//	svc := service.New(rt, st, &service.Options{Check: mcpserve.Checker(naming)})
+//	srv := mcpserve.New(svc, &mcpserve.Options{Logger: logger})
+//	if err := srv.Start(ctx); err != nil { // tools listed from manifests at once;
+//		return err                         // deploys elsewhere show within a second
 //	}
-//	go srv.Watch(ctx) // deploys from other processes show within a second
+//	defer srv.Close(ctx) // every goroutine stopped; close the runtime after
 //	err := srv.RunStdio(ctx, os.Stdin, os.Stdout, drain)
 //
 // A call runs through the runtime; its outcome maps onto MCP as ABI.md says:
