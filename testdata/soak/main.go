@@ -19,6 +19,7 @@ package main
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -146,6 +147,7 @@ func bermCommand(bin, root string, args ...string) *exec.Cmd {
 // A tool is one kind of call and the reply it must get.
 type tool struct {
 	name   string // the MCP tool
+	label  string // how the figures name it, when not by name
 	weight int    // its share of the ordinary calls
 	args   func(client, i int) any
 	// check says what kind of reply it was and whether it is the one the
@@ -185,7 +187,7 @@ func tools() []tool {
 	return []tool{
 		{name: "echo_echo", weight: 300, check: echo,
 			args: func(c, i int) any { return map[string]any{"message": fmt.Sprintf("client %d call %d", c, i)} }},
-		{name: "echo_echo", weight: 4, check: echo, // a large result: 256 KiB back
+		{name: "echo_echo", label: "echo_echo 256KiB", weight: 4, check: echo, // a large result
 			args: func(c, i int) any { return map[string]any{"message": bigMessage} }},
 		{name: "kv_set", weight: 60, check: text("set"),
 			args: func(c, i int) any { return map[string]any{"c": c, "i": i} }},
@@ -548,7 +550,7 @@ func soak(c config, transport, root string) bool {
 				cancel()
 				issued.Add(1)
 				kind, ok := t.check(args, res, err)
-				r := record{tool: t.name, kind: kind, ok: ok, latency: latency}
+				r := record{tool: cmp.Or(t.label, t.name), kind: kind, ok: ok, latency: latency}
 				if !ok {
 					_, r.detail = outcome(res, err)
 					if len(r.detail) > 200 {
