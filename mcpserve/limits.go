@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -142,8 +143,48 @@ func (s *Server) mcpBounds(maxSessions int, maxBody int64, next http.Handler) ht
 		}
 		r.Body = io.NopCloser(bytes.NewReader(body))
 		next.ServeHTTP(w, r)
+		if sid := r.Header.Get("Mcp-Session-Id"); sid != "" && len(body) > releaseAbove {
+			release(next, r, sid)
+		}
 	})
 }
+
+// releaseAbove is the size of a request body past which release follows it.
+const releaseAbove = 64 << 10
+
+// release makes a session let go of the request just served. The SDK's
+// jsonrpc2 connection (go-sdk v1.8.0, internal/jsonrpc2/conn.go, handleAsync)
+// pops its queue of incoming messages with q = q[1:], so the queue's backing
+// array keeps the last message, arguments and all, until another comes in: a
+// session idle after a 7.5 MiB call held 7.5 MiB for as long as it stayed
+// open (40 sessions, 300 MiB). A no-op notification queued behind it takes
+// its place; without a RootsListChangedHandler, which berm never sets,
+// notifications/roots/list_changed does nothing. Drop this once the SDK
+// clears the slot it pops.
+func release(next http.Handler, r *http.Request, sid string) {
+	const msg = `{"jsonrpc":"2.0","method":"notifications/roots/list_changed"}`
+	req, err := http.NewRequestWithContext(r.Context(), http.MethodPost, r.URL.String(), strings.NewReader(msg))
+	if err != nil {
+		return
+	}
+	req.Host = r.Host
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("Mcp-Session-Id", sid)
+	// Newer protocol versions check that Mcp-Method matches the body.
+	req.Header.Set("Mcp-Method", "notifications/roots/list_changed")
+	if v := r.Header.Get("Mcp-Protocol-Version"); v != "" {
+		req.Header.Set("Mcp-Protocol-Version", v)
+	}
+	next.ServeHTTP(discard{http.Header{}}, req)
+}
+
+// discard is a ResponseWriter that drops the response.
+type discard struct{ h http.Header }
+
+func (d discard) Header() http.Header         { return d.h }
+func (d discard) Write(p []byte) (int, error) { return len(p), nil }
+func (d discard) WriteHeader(int)             {}
 
 // sessions is the number of MCP sessions the server holds.
 func (s *Server) sessions() int {
