@@ -175,7 +175,13 @@ func (s *Server) Handler(cfg HTTPConfig) http.Handler {
 		})
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
-		writeJSON(w, http.StatusOK, map[string]any{"status": "ok", "programs": len(s.Programs()), "calls": s.InFlight()})
+		// Draining, the server takes no call: a load balancer should send
+		// them elsewhere.
+		status, code := "ok", http.StatusOK
+		if s.Draining() {
+			status, code = "draining", http.StatusServiceUnavailable
+		}
+		writeJSON(w, code, map[string]any{"status": status, "programs": len(s.Programs()), "calls": s.InFlight()})
 	})
 	mux.Handle("/mcp", s.owing(s.mcpBounds(cfg.MaxSessions, cfg.MaxBody, mcpHandler)))
 	mux.HandleFunc("GET /v1/programs", s.listPrograms)

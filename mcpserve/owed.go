@@ -30,6 +30,9 @@ func (s *Server) shutdown(drain time.Duration) {
 	deadline := time.Now().Add(drain)
 	dctx, cancel := context.WithDeadline(context.Background(), deadline)
 	defer cancel()
+	if n := s.InFlight(); n > 0 {
+		s.log.Info("shutting down: finishing the calls in flight (a second signal ends them now)", "calls", n, "within", drain)
+	}
 	if err := s.Drain(dctx); err != nil {
 		s.log.Warn("drain", "error", err)
 	}

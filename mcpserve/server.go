@@ -458,6 +458,13 @@ func (s *Server) Log(ctx context.Context, program, tool string, line []byte) {
 // InFlight is the number of calls the server has taken and not yet answered.
 func (s *Server) InFlight() int { return int(s.inflight.Load()) }
 
+// Draining reports whether the server has stopped taking calls.
+func (s *Server) Draining() bool {
+	s.gate.RLock()
+	defer s.gate.RUnlock()
+	return s.draining
+}
+
 // enter counts a call in, unless the server is draining.
 func (s *Server) enter() bool {
 	s.gate.RLock()
