@@ -154,11 +154,15 @@ func isFile(arg string) bool {
 	return err == nil && !info.IsDir()
 }
 
-// isPath reports whether a FILE|NAME|REF argument is a file: it names
-// something that exists (a directory is refused as a file, not pulled as a
-// reference) or is written as a path.
+// isPath reports whether a FILE|NAME|REF argument is a file: it names a
+// file that exists, or is written as a path (a directory so written is
+// refused as a file, not pulled as a reference). A bare word naming a
+// directory is a program name: a program is often developed in ./NAME.
 func isPath(arg string) bool {
-	_, err := os.Stat(arg)
+	info, err := os.Stat(arg)
+	if err == nil && info.IsDir() {
+		return strings.Contains(arg, "/")
+	}
 	return err == nil || looksLikePath(arg)
 }
 
