@@ -225,7 +225,7 @@ func (s *Server) deleteProgram(w http.ResponseWriter, r *http.Request) {
 // credentials.
 func (s *Server) putProgram(w http.ResponseWriter, r *http.Request, maxImage int64) {
 	name := r.PathValue("name")
-	body, ok := readBody(w, r, maxImage, "image")
+	body, ok := readBody(w, r, maxImage, "image", runtime.ErrRefused)
 	if !ok {
 		return
 	}

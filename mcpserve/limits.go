@@ -11,8 +11,6 @@ import (
 	"strings"
 	"sync/atomic"
 	"time"
-
-	"github.com/berm-dev/berm/runtime"
 )
 
 // Defaults of the HTTP service's bounds (HTTPConfig).
@@ -137,7 +135,7 @@ func (s *Server) mcpBounds(maxSessions int, maxBody int64, next http.Handler) ht
 				return
 			}
 		}
-		body, ok := readBody(w, r, maxBody, "request body")
+		body, ok := readBody(w, r, maxBody, "request body (the arguments limit and 64 KiB)", nil)
 		if !ok {
 			return
 		}
@@ -196,16 +194,20 @@ func (s *Server) sessions() int {
 }
 
 // readBody reads a request's body, up to limit bytes, or answers the client
-// itself: the body is too large, or did not arrive within the read timeout.
-func readBody(w http.ResponseWriter, r *http.Request, limit int64, what string) ([]byte, bool) {
+// itself: the body is too large (wrapping tooLargeErr when it is not nil), or
+// did not arrive within the read timeout.
+func readBody(w http.ResponseWriter, r *http.Request, limit int64, what string, tooLargeErr error) ([]byte, bool) {
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
 	var tooLarge *http.MaxBytesError
 	switch {
 	case err == nil:
 		return body, true
 	case errors.As(err, &tooLarge):
-		writeError(w, http.StatusRequestEntityTooLarge, "too_large",
-			fmt.Errorf("%s over the limit of %d bytes: %w", what, tooLarge.Limit, runtime.ErrRefused))
+		err := fmt.Errorf("%s over the limit of %d bytes", what, tooLarge.Limit)
+		if tooLargeErr != nil {
+			err = fmt.Errorf("%w: %w", err, tooLargeErr)
+		}
+		writeError(w, http.StatusRequestEntityTooLarge, "too_large", err)
 	case errors.Is(err, os.ErrDeadlineExceeded):
 		writeError(w, http.StatusRequestTimeout, "timeout", fmt.Errorf("%s: not received in time", what))
 	default:
