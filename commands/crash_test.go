@@ -171,7 +171,7 @@ func TestCrashConsistency(t *testing.T) {
 		strays = len(now)
 	}
 	left := strayTemps(t, root)
-	t.Logf("%d deploys in %v (window %v, seed %d): %d killed, %d finished first; of the killed, %d before writing anything, %d mid-write (a temporary file left), %d after the record landed; %d temporary files left: %s",
+	t.Logf("%d deploys in %v (window %v, seed %d): %d killed, %d finished first; of the killed, %d with the old record and nothing torn (before a write or between two), %d mid-write (a temporary file left), %d after the new record landed; %d temporary files left: %s",
 		done, time.Since(began).Round(time.Millisecond), window, seed, killed, finished, beforeWrite, midWrite, landed, len(left), summarizeTemps(left))
 	if killed == 0 {
 		t.Errorf("no deploy was killed in flight: the window of %v is too short", window)
