@@ -179,7 +179,16 @@ func TestServeSIGTERM(t *testing.T) {
 		done <- res.Content[0].(*mcp.TextContent).Text
 	}()
 	// busy logs before it works: once its line is on stderr, it is in flight.
+	inFlight := time.Now().Add(10 * time.Second)
 	for !strings.Contains(stderr.String(), "line=busy") {
+		select {
+		case got := <-done:
+			t.Fatalf("core_busy ended before it was seen in flight: %q\nstderr:\n%s", got, stderr)
+		default:
+		}
+		if time.Now().After(inFlight) {
+			t.Fatalf("core_busy not in flight after 10s\nstderr:\n%s", stderr)
+		}
 		time.Sleep(time.Millisecond)
 	}
 	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {

@@ -478,7 +478,16 @@ func TestDrain(t *testing.T) {
 		}
 		done <- err
 	}()
+	inFlight := time.Now().Add(10 * time.Second)
 	for h.srv.InFlight() == 0 {
+		select {
+		case err := <-done:
+			t.Fatalf("core_busy ended before it was seen in flight: %v", err)
+		default:
+		}
+		if time.Now().After(inFlight) {
+			t.Fatal("core_busy not in flight after 10s")
+		}
 		time.Sleep(time.Millisecond)
 	}
 	if err := h.srv.Drain(context.Background()); err != nil {
