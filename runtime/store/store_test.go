@@ -410,15 +410,28 @@ func TestCollectTemp(t *testing.T) {
 	big := store.MaxDataBytes - 2*store.BlockSize
 	write(filepath.Join(s.Root(), "data", "p", ".tmp-3"), big, old)
 	write(filepath.Join(s.Root(), "data", "Bad", ".tmp-4"), 1, old) // no program's
+	// What killed compiles leave in the cache: wazero's and the runtime's.
+	key := strings.Repeat("ab", 32)
+	write(filepath.Join(s.Root(), "cache", "wazero-v1", key+".123.tmp"), 20, old)
+	write(filepath.Join(s.Root(), "cache", "wazero-v1", key), 30, old) // an entry
+	write(filepath.Join(s.Root(), "cache", "repair-9", key), 40, old)
+	if err := os.Chtimes(filepath.Join(s.Root(), "cache", "repair-9"), old, old); err != nil {
+		t.Fatal(err)
+	}
 	value := make([]byte, 3*store.BlockSize)
 	if err := s.Set("p", []byte("k"), value); !errors.Is(err, store.ErrQuota) {
 		t.Fatalf("Set past a temporary file: %v, want ErrQuota", err)
 	}
 	files, bytes, err := s.CollectTemp(time.Hour)
-	if err != nil || files != 3 || bytes != int64(100+10+big) {
-		t.Fatalf("CollectTemp = %d, %d, %v; want 3, %d", files, bytes, err, 100+10+big)
+	if err != nil || files != 5 || bytes != int64(100+10+big+20) {
+		t.Fatalf("CollectTemp = %d, %d, %v; want 5, %d", files, bytes, err, 100+10+big+20)
 	}
-	for _, path := range []string{"deployments/.tmp-young", "deployments/old.txt", "data/Bad/.tmp-4"} {
+	for _, path := range []string{"cache/wazero-v1/" + key + ".123.tmp", "cache/repair-9"} {
+		if _, err := os.Stat(filepath.Join(s.Root(), path)); err == nil {
+			t.Errorf("%s: not collected", path)
+		}
+	}
+	for _, path := range []string{"deployments/.tmp-young", "deployments/old.txt", "data/Bad/.tmp-4", "cache/wazero-v1/" + key} {
 		if _, err := os.Stat(filepath.Join(s.Root(), path)); err != nil {
 			t.Errorf("%s: %v", path, err)
 		}

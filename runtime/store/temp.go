@@ -28,8 +28,9 @@ func (s *Store) CollectTemp(olderThan time.Duration) (files int, bytes int64, er
 			errs = append(errs, err)
 		}
 	}
-	add(collectDir(filepath.Join(s.root, imagesDir), cutoff))
-	add(collectDir(filepath.Join(s.root, deploymentsDir), cutoff))
+	add(collectDir(filepath.Join(s.root, imagesDir), cutoff, isTemp))
+	add(collectDir(filepath.Join(s.root, deploymentsDir), cutoff, isTemp))
+	add(s.collectCache(cutoff))
 	entries, err := os.ReadDir(filepath.Join(s.root, dataDir))
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		errs = append(errs, err)
@@ -63,7 +64,7 @@ func (s *Store) collectData(program string, cutoff time.Time) (int, int64, error
 		return 0, 0, err
 	}
 	defer l.unlock()
-	n, b, err := collectDir(dir, cutoff)
+	n, b, err := collectDir(dir, cutoff, isTemp)
 	if n > 0 {
 		u.valid = false
 		if _, terr := l.setToken(); err == nil {
@@ -75,7 +76,11 @@ func (s *Store) collectData(program string, cutoff time.Time) (int, int64, error
 
 // collectDir removes the regular .tmp-* files of dir last written before
 // cutoff.
-func collectDir(dir string, cutoff time.Time) (files int, bytes int64, err error) {
+// collectCache collects what killed compiles leave in the compiled-code
+// cache: wazero's KEY.*.tmp beside its entries, and the runtime's repair-*
+// scratch directories.
+func (s *Store) collectCache(cutoff time.Time) (files int, bytes int64, err error) {
+	dir := filepath.Join(s.root, cacheDir)
 	entries, err := os.ReadDir(dir)
 	if errors.Is(err, fs.ErrNotExist) {
 		return 0, 0, nil
@@ -85,7 +90,47 @@ func collectDir(dir string, cutoff time.Time) (files int, bytes int64, err error
 	}
 	var first error
 	for _, e := range entries {
-		if !strings.HasPrefix(e.Name(), tmpPrefix) || !e.Type().IsRegular() {
+		if !e.IsDir() {
+			continue
+		}
+		path := filepath.Join(dir, e.Name())
+		if strings.HasPrefix(e.Name(), "repair-") {
+			if info, err := e.Info(); err == nil && info.ModTime().Before(cutoff) {
+				if err := os.RemoveAll(path); err == nil {
+					files++
+				} else if first == nil {
+					first = err
+				}
+			}
+			continue
+		}
+		n, b, err := collectDir(path, cutoff, isWazeroTemp)
+		files += n
+		bytes += b
+		if err != nil && first == nil {
+			first = err
+		}
+	}
+	return files, bytes, first
+}
+
+func isTemp(name string) bool { return strings.HasPrefix(name, tmpPrefix) }
+
+// isWazeroTemp matches the temporary files of wazero's file cache
+// (internal/filecache: os.CreateTemp(dir, KEY+".*.tmp")).
+func isWazeroTemp(name string) bool { return strings.HasSuffix(name, ".tmp") }
+
+func collectDir(dir string, cutoff time.Time, match func(name string) bool) (files int, bytes int64, err error) {
+	entries, err := os.ReadDir(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return 0, 0, nil
+	}
+	if err != nil {
+		return 0, 0, err
+	}
+	var first error
+	for _, e := range entries {
+		if !match(e.Name()) || !e.Type().IsRegular() {
 			continue
 		}
 		info, err := e.Info()
