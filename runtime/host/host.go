@@ -90,7 +90,7 @@ func Syscalls(kv KV, log *slog.Logger) []runtime.Syscall {
 				return c.Refuse(SysSet + ": " + err.Error()), nil
 			}
 			failed(ctx, c, SysSet, err)
-			if errors.Is(err, syscall.ENOSPC) {
+			if errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT) || errors.Is(err, syscall.EFBIG) {
 				return c.Refuse(SysSet + ": the host could not store the value: no space left"), nil
 			}
 			return c.Refuse(SysSet + ": " + ErrHost.Error()), nil

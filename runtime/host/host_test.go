@@ -60,6 +60,8 @@ func TestSetRefusal(t *testing.T) {
 	}{
 		{"io", "refused:berm.set: host error", pathErr(syscall.EIO), true},
 		{"no space", "refused:berm.set: the host could not store the value: no space left", pathErr(syscall.ENOSPC), true},
+		{"disk quota", "refused:berm.set: the host could not store the value: no space left", pathErr(syscall.EDQUOT), true},
+		{"file size limit", "refused:berm.set: the host could not store the value: no space left", pathErr(syscall.EFBIG), true},
 		{"quota", "refused:berm.set: data of kv would be 67112960 bytes on disk, over the limit of 67108864 bytes: over the data quota",
 			fmt.Errorf("data of kv would be 67112960 bytes on disk, over the limit of 67108864 bytes: %w", store.ErrQuota), false},
 	} {
