@@ -86,6 +86,8 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzRead -fuzztime 60s ./manifest
 	$(GO) test -run '^$$' -fuzz FuzzCoalesceData -fuzztime 60s ./runtime
 	$(GO) test -run '^$$' -fuzz FuzzCheckManifest -fuzztime 60s ./registry
+	$(GO) test -run '^$$' -fuzz FuzzLEB -fuzztime 60s ./internal/wasmbin
+	$(GO) test -run '^$$' -fuzz FuzzSections -fuzztime 60s ./internal/wasmbin
 
 include testdata/fixtures.mk
 include examples/examples.mk
