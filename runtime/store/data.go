@@ -90,7 +90,7 @@ func (s *Store) Get(program string, key []byte) ([]byte, bool, error) {
 	if err := manifest.CheckProgramName(program); err != nil {
 		return nil, false, err
 	}
-	b, err := os.ReadFile(s.keyPath(program, key))
+	b, err := readBounded(s.keyPath(program, key), maxEntry)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, false, nil
 	}

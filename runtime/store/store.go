@@ -137,7 +137,7 @@ func (s *Store) PutImage(image []byte) (string, error) {
 	path, _ := s.imagePath(digest)
 	// Held already: the same bytes are stored once. Bytes that differ are a
 	// damaged file, which the write below repairs.
-	if got, err := os.ReadFile(path); err == nil && bytes.Equal(got, image) {
+	if got, err := readBounded(path, manifest.DefaultMaxImage); err == nil && bytes.Equal(got, image) {
 		return digest, nil
 	}
 	if err := writeAtomic(path, image); err != nil {
@@ -152,12 +152,12 @@ func (s *Store) Image(digest string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	image, err := os.ReadFile(path)
+	image, err := readBounded(path, manifest.DefaultMaxImage)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("image %s: %w", digest, ErrNoImage)
 	}
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("image %s: %w", digest, err)
 	}
 	if got := manifest.Digest(image); got != digest {
 		return nil, fmt.Errorf("image %s: its bytes hash to %s: %w", digest, got, ErrDamaged)
@@ -226,7 +226,7 @@ func (s *Store) Deployment(name string) (Deployment, error) {
 	if err := manifest.CheckProgramName(name); err != nil {
 		return Deployment{}, err
 	}
-	b, err := os.ReadFile(s.deploymentPath(name))
+	b, err := readBounded(s.deploymentPath(name), maxRecord)
 	if errors.Is(err, fs.ErrNotExist) {
 		return Deployment{}, fmt.Errorf("program %q: %w", name, ErrNotDeployed)
 	}
