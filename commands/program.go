@@ -56,7 +56,7 @@ func newRuntime(ctx context.Context, st *store.Store, cfg runtimeConfig) (*runti
 			cfg.logger.ErrorContext(ctx, "host error", "program", program, "tool", tool, "error", err)
 		}
 	}
-	return runtime.New(ctx, cfg.depth, host.Syscalls(kv, cfg.logger), opts)
+	return runtime.New(ctx, cfg.depth, host.Syscalls(kv), opts)
 }
 
 // errNoRoot: --root is empty, as it is by default without a home directory.

@@ -43,7 +43,7 @@ func newHarness(t *testing.T, limits runtime.Limits, opts *mcpserve.Options) *ha
 		t.Fatal(err)
 	}
 	h := &harness{st: st}
-	h.rt, err = runtime.New(ctx, runtime.DefaultCallDepth, host.Syscalls(st, nil), &runtime.Options{
+	h.rt, err = runtime.New(ctx, runtime.DefaultCallDepth, host.Syscalls(st), &runtime.Options{
 		CacheDir:     st.CacheDir(),
 		Limits:       limits,
 		Imports:      []runtime.HostModule{host.WASI()},

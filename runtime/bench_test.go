@@ -92,7 +92,7 @@ func BenchmarkBareWazero(b *testing.B) {
 func BenchmarkCallGo(b *testing.B) {
 	ctx := context.Background()
 	kv := memoryKV{}
-	rt := newRuntimeDepth(b, runtime.DefaultCallDepth, host.Syscalls(kv, nil), &runtime.Options{
+	rt := newRuntimeDepth(b, runtime.DefaultCallDepth, host.Syscalls(kv), &runtime.Options{
 		Imports:      []runtime.HostModule{host.WASI()},
 		ModuleConfig: host.ModuleConfig(),
 	})

@@ -615,6 +615,10 @@ func (r *Runtime) hostError(ctx context.Context, full string, err error) error {
 // logDropped ends a top-level call's log with the number of lines dropped
 // past the limits, if any were.
 func (r *Runtime) logDropped(ctx context.Context, c *Call) {
+	if r.hostErr != nil && c.logs.hostDropped > 0 {
+		r.hostErr(ctx, c.program.Name, c.tool, fmt.Errorf("%d more host errors in this call not reported (limit %d per call)",
+			c.logs.hostDropped, MaxHostErrors))
+	}
 	if r.log == nil || c.logs.dropped == 0 {
 		return
 	}
@@ -622,11 +626,23 @@ func (r *Runtime) logDropped(ctx context.Context, c *Call) {
 		c.logs.dropped, r.limits.MaxLogLines, r.limits.MaxLogBytes))
 }
 
-// hostFailed hands a host syscall's error to the embedder's log.
+// MaxHostErrors bounds the host errors of one top-level call handed to
+// Options.HostError: a program retrying a failing berm.set in a loop would
+// otherwise write the operator's log as fast as it loops.
+const MaxHostErrors = 10
+
+// hostFailed hands a host syscall's error to the embedder's log, up to
+// MaxHostErrors a call.
 func (r *Runtime) hostFailed(ctx context.Context, c *Call, err error) {
-	if r.hostErr != nil {
-		r.hostErr(ctx, c.program.Name, c.tool, err)
+	if r.hostErr == nil {
+		return
 	}
+	if c.logs.hostErrors >= MaxHostErrors {
+		c.logs.hostDropped++
+		return
+	}
+	c.logs.hostErrors++
+	r.hostErr(ctx, c.program.Name, c.tool, err)
 }
 
 func (r *Runtime) deadlineError(full string) error {

@@ -514,3 +514,30 @@ func TestLogLimits(t *testing.T) {
 		})
 	}
 }
+
+// A call that fails on the host over and over reports MaxHostErrors of them
+// and then one line counting the rest: a program looping on a failing
+// berm.set cannot flood the operator's log.
+func TestHostErrorsBounded(t *testing.T) {
+	var reported []string
+	syscalls := []runtime.Syscall{
+		{Name: "test.oops", Func: func(context.Context, *runtime.Call, [][]byte) (uint64, error) { return 0, errors.New("oops") }},
+		{Name: "test.panic", Func: func(context.Context, *runtime.Call, [][]byte) (uint64, error) { return 0, errors.New("panic") }},
+		{Name: "test.refuse", Func: func(ctx context.Context, c *runtime.Call, _ [][]byte) (uint64, error) {
+			for range 1000 {
+				c.HostFailed(ctx, errors.New("disk on fire"))
+			}
+			return c.RefuseHost(ctx, errors.New("disk on fire")), nil
+		}},
+	}
+	rt := newRuntimeDepth(t, runtime.DefaultCallDepth, syscalls, &runtime.Options{
+		HostError: func(_ context.Context, _, _ string, err error) { reported = append(reported, err.Error()) },
+	})
+	deployLocal(t, rt, "hosterr", "hosterr.wasm")
+	if _, err := rt.Call(context.Background(), "hosterr", "refuse", []byte(`{}`)); err != nil {
+		t.Fatal(err)
+	}
+	if len(reported) != runtime.MaxHostErrors+1 || !strings.Contains(reported[len(reported)-1], "991 more host errors") {
+		t.Fatalf("%d reports, last %q; want %d and a count of the 991 others", len(reported), reported[len(reported)-1], runtime.MaxHostErrors+1)
+	}
+}

@@ -117,6 +117,11 @@ func (c *Call) RefuseHost(ctx context.Context, err error) uint64 {
 	return c.Refuse(fmt.Sprintf("%s: %v", c.syscall, ErrHost))
 }
 
+// HostFailed hands err, a host failure the program is not shown (it names
+// the host's files, say), to Options.HostError, within the call's bound of
+// MaxHostErrors.
+func (c *Call) HostFailed(ctx context.Context, err error) { c.rt.hostFailed(ctx, c, err) }
+
 // MaxLogLine bounds one berm.log line; longer lines are cut to it.
 const MaxLogLine = 64 << 10
 
@@ -124,6 +129,8 @@ const MaxLogLine = 64 << 10
 type logBudget struct {
 	lines, bytes int
 	dropped      int
+	// Host errors handed to Options.HostError, and those past MaxHostErrors.
+	hostErrors, hostDropped int
 }
 
 // take reports whether a line of n bytes is written. Once one is dropped,

@@ -3,7 +3,7 @@
 // on each program's own data) and the WASI table it links them against.
 // Embedders of the runtime choose their own; only the binary wires this one:
 //
-//	rt, err := runtime.New(ctx, runtime.DefaultCallDepth, host.Syscalls(st, logger), &runtime.Options{
+//	rt, err := runtime.New(ctx, runtime.DefaultCallDepth, host.Syscalls(st), &runtime.Options{
 //		Imports:      []runtime.HostModule{host.WASI()},
 //		ModuleConfig: host.ModuleConfig(),
 //	})
@@ -19,7 +19,6 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
-	"log/slog"
 	"syscall"
 	"time"
 
@@ -53,16 +52,12 @@ const (
 var ErrHost = errors.New("host error")
 
 // Syscalls returns the binary's host syscalls over kv. A program reaches
-// each only when its manifest declares it. log (nil discards) receives the
-// errors of kv that the program is not shown.
-func Syscalls(kv KV, log *slog.Logger) []runtime.Syscall {
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
+// each only when its manifest declares it. The errors of kv that a program
+// is not shown go to the runtime's Options.HostError, a bounded number a
+// call.
+func Syscalls(kv KV) []runtime.Syscall {
 	failed := func(ctx context.Context, c *runtime.Call, name string, err error) {
-		log.LogAttrs(ctx, slog.LevelError, "host syscall failed",
-			slog.String("syscall", name), slog.String("program", c.Program()),
-			slog.String("tool", c.Tool()), slog.Any("err", err))
+		c.HostFailed(ctx, fmt.Errorf("syscall %s: %w", name, err))
 	}
 	return []runtime.Syscall{
 		{Name: SysNow, Input: runtime.Unused, Func: func(context.Context, *runtime.Call, [][]byte) (uint64, error) {

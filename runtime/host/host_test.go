@@ -32,7 +32,11 @@ func (f failingKV) Delete(string, []byte) error              { return f.err }
 func deployKV(t *testing.T, kv host.KV, log *slog.Logger) *runtime.Runtime {
 	t.Helper()
 	ctx := context.Background()
-	rt, err := runtime.New(ctx, runtime.DefaultCallDepth, host.Syscalls(kv, log), nil)
+	rt, err := runtime.New(ctx, runtime.DefaultCallDepth, host.Syscalls(kv), &runtime.Options{
+		HostError: func(ctx context.Context, program, tool string, err error) {
+			log.ErrorContext(ctx, "host error", "program", program, "tool", tool, "error", err)
+		},
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
