@@ -422,6 +422,9 @@ func errorResult(msg string) *mcp.CallToolResult {
 	return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: msg}}}
 }
 
+// maxStructured is the largest result also given as structured content.
+const maxStructured = 1 << 20
+
 // resultContent is a result as MCP content: UTF-8 text, also given as
 // structured content when it is a JSON object; bytes that are not UTF-8
 // travel as an embedded binary resource, base64 on the wire, so that nothing
@@ -435,7 +438,9 @@ func resultContent(program, tool string, result []byte) *mcp.CallToolResult {
 		}}}}
 	}
 	res := &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: string(result)}}}
-	if trimmed := strings.TrimSpace(string(result)); strings.HasPrefix(trimmed, "{") && json.Valid(result) {
+	// Structured content repeats the text on the wire: past maxStructured a
+	// result goes once, so that what a result costs stays near its size.
+	if trimmed := strings.TrimSpace(string(result)); len(result) <= maxStructured && strings.HasPrefix(trimmed, "{") && json.Valid(result) {
 		res.StructuredContent = json.RawMessage(result)
 	}
 	return res
