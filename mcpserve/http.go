@@ -103,8 +103,11 @@ func (s *Server) RunHTTP(ctx context.Context, cfg HTTPConfig, drain time.Duratio
 		// Else net/http keeps a connection idle between requests forever;
 		// the body and the response are bounded per request (withDeadlines).
 		IdleTimeout: 2 * time.Minute,
-		ErrorLog:    slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
-		BaseContext: func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
+		// MCP and the control API send a few short headers; net/http's
+		// 1 MiB default let 500 unfinished requests hold 965 MiB.
+		MaxHeaderBytes: 64 << 10,
+		ErrorLog:       slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
+		BaseContext:    func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
 	}
 	scheme := "http"
 	if tls {
