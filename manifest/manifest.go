@@ -29,10 +29,11 @@ type Manifest struct {
 	// through berm.call; a call to anything else is refused.
 	Calls []string `json:"calls"`
 
-	// What the module itself imports and exports, and the minimum size of its
-	// memory in 64 KiB pages.
+	// What the module itself imports and exports, the tables it defines, and
+	// the minimum size of its memory in 64 KiB pages.
 	Imports     []Import `json:"imports"`
 	Exports     []Export `json:"exports"`
+	Tables      []Table  `json:"tables"`
 	MemoryPages uint64   `json:"memory_pages"`
 	// Initialize is set when the module exports _initialize, which runs before
 	// every tool.
@@ -104,7 +105,7 @@ func Read(image []byte) (*Manifest, error) {
 	if err != nil {
 		return nil, err
 	}
-	m.Imports, m.Exports, m.MemoryPages = mod.imports, mod.exports, mod.memoryPages
+	m.Imports, m.Exports, m.Tables, m.MemoryPages = mod.imports, mod.exports, mod.tables, mod.memoryPages
 	if err := m.checkModule(); err != nil {
 		return nil, err
 	}

@@ -220,3 +220,89 @@ func TestDigest(t *testing.T) {
 		t.Fatal(got)
 	}
 }
+
+// withTables is module's image with a table section of the given payload
+// between its function and memory sections.
+func withTables(t *testing.T, tables ...byte) []byte {
+	t.Helper()
+	m := module(t, `{"abi_version": 0, "tools": [{"name": "t"}]}`)
+	const afterFunctions = 18 // the header, the type and function sections
+	out := append([]byte{}, m[:afterFunctions]...)
+	out = append(out, 0x04, byte(len(tables)))
+	out = append(out, tables...)
+	return append(out, m[afterFunctions:]...)
+}
+
+func TestReadTables(t *testing.T) {
+	max := func(n uint64) *uint64 { return &n }
+	tests := []struct {
+		name    string
+		section []byte
+		want    []manifest.Table
+	}{
+		{"none", nil, []manifest.Table{}},
+		{"no maximum", []byte{0x01, 0x70, 0x00, 0x01}, []manifest.Table{{Min: 1}}},
+		{"a maximum", []byte{0x01, 0x6f, 0x01, 0x02, 0x0a}, []manifest.Table{{Min: 2, Max: max(10)}}},
+		{"u32 bounds", []byte{0x01, 0x70, 0x01, 0x00, 0xff, 0xff, 0xff, 0xff, 0x0f},
+			[]manifest.Table{{Min: 0, Max: max(1<<32 - 1)}}},
+		{"(ref null func)", []byte{0x01, 0x63, 0x70, 0x00, 0x04}, []manifest.Table{{Min: 4}}},
+		// 0x40 0x00: a table with an initializer (ref.null func), then another.
+		{"initializer", []byte{0x02, 0x40, 0x00, 0x70, 0x01, 0x01, 0x05, 0xd0, 0x70, 0x0b, 0x70, 0x00, 0x03},
+			[]manifest.Table{{Min: 1, Max: max(5)}, {Min: 3}}},
+		{"extended-const initializer", []byte{0x02,
+			0x40, 0x00, 0x70, 0x00, 0x01, 0x41, 0x7f, 0x41, 0x01, 0x6a, 0xd2, 0x00, 0x0b,
+			0x70, 0x00, 0x07},
+			[]manifest.Table{{Min: 1}, {Min: 7}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			image := module(t, `{"abi_version": 0, "tools": [{"name": "t"}]}`)
+			if tt.section != nil {
+				image = withTables(t, tt.section...)
+			}
+			m, err := manifest.Read(image)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, _ := json.Marshal(m.Tables)
+			want, _ := json.Marshal(tt.want)
+			if string(got) != string(want) {
+				t.Fatalf("tables = %s, want %s", got, want)
+			}
+		})
+	}
+
+	m, err := manifest.Read(readFixture(t, "../examples/hello/hello.wasm"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Go's linker declares one table, of its functions, without a maximum.
+	if len(m.Tables) != 1 || m.Tables[0].Max != nil || m.Tables[0].Min < 1000 {
+		t.Errorf("hello: tables = %+v", m.Tables)
+	}
+	out, _ := json.Marshal(m)
+	if !strings.Contains(string(out), `"tables":[{"min":`) {
+		t.Errorf("JSON names no tables: %.300s", out)
+	}
+}
+
+func TestReadTablesMalformed(t *testing.T) {
+	for name, section := range map[string][]byte{
+		"truncated limits":          {0x01, 0x70, 0x01, 0x01},
+		"bad flags":                 {0x01, 0x70, 0x08, 0x01},
+		"more tables than entries":  {0x02, 0x70, 0x00, 0x01},
+		"initializer's reserved":    {0x01, 0x40, 0x01, 0x70, 0x00, 0x01, 0xd0, 0x70, 0x0b},
+		"initializer without end":   {0x01, 0x40, 0x00, 0x70, 0x00, 0x01, 0xd0, 0x70},
+		"unknown initializer":       {0x01, 0x40, 0x00, 0x70, 0x00, 0x01, 0x20, 0x00, 0x0b},
+		"unterminated heap type":    {0x01, 0x63, 0xff, 0xff},
+		"unterminated i64.const":    {0x01, 0x40, 0x00, 0x70, 0x00, 0x01, 0x42, 0x80, 0x80},
+		"v128 sub-opcode not const": {0x01, 0x40, 0x00, 0x70, 0x00, 0x01, 0xfd, 0x0d, 0x0b},
+	} {
+		t.Run(name, func(t *testing.T) {
+			_, err := manifest.Read(withTables(t, section...))
+			if !errors.Is(err, manifest.ErrMalformed) || !strings.Contains(err.Error(), "table section") {
+				t.Fatalf("err = %v, want a malformed table section", err)
+			}
+		})
+	}
+}

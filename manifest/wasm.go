@@ -146,12 +146,21 @@ type Export struct {
 	Type *FuncType  `json:"type,omitempty"`
 }
 
+// Table is one table the module defines, by its limits in entries. Max is
+// nil when the table declares no maximum, and may then grow to 2^32-1
+// entries. Imported tables are in Imports.
+type Table struct {
+	Min uint64  `json:"min"`
+	Max *uint64 `json:"max,omitempty"`
+}
+
 // module is what berm reads of a module's structure: enough to check the ABI's
 // rules without decoding code, let alone compiling it.
 type module struct {
 	imports     []Import
 	exports     []Export
 	manifests   [][]byte // payloads of every .berm.abi section
+	tables      []Table  // the tables the module defines, in order
 	memoryPages uint64   // declared minimum of the first memory, in 64 KiB pages
 	hasMemory   bool
 }
@@ -168,7 +177,7 @@ func parseModule(b []byte) (*module, error) {
 		// A component or a future binary format: not a core module of version 1.
 		return nil, fmt.Errorf("binary version %x: %w", b[4:8], ErrNotModule)
 	}
-	m := &module{imports: []Import{}, exports: []Export{}}
+	m := &module{imports: []Import{}, exports: []Export{}, tables: []Table{}}
 	var types []FuncType
 	var funcs []uint32 // type index of every function, imported ones first
 	lastRank := 0
@@ -215,9 +224,20 @@ func parseModule(b []byte) (*module, error) {
 			if err := s.Err(); err != nil {
 				return nil, malformed("function section", err)
 			}
+		case wasmbin.SectionTable:
+			for range s.Count() {
+				t, err := table(s)
+				if err != nil {
+					return nil, malformed("table section", err)
+				}
+				m.tables = append(m.tables, t)
+			}
+			if err := s.Err(); err != nil {
+				return nil, malformed("table section", err)
+			}
 		case wasmbin.SectionMemory:
 			for i := range s.Count() {
-				min, err := limits(s)
+				min, _, err := limits(s)
 				if err != nil {
 					return nil, malformed("memory section", err)
 				}
@@ -283,27 +303,103 @@ func valueType(s *wasmbin.Reader) (ValueType, error) {
 	return 0, fmt.Errorf("unsupported value type 0x%02x", c)
 }
 
-// limits reads a table or memory limits and returns the minimum.
-func limits(s *wasmbin.Reader) (uint64, error) {
+// limits reads a table or memory limits and returns the minimum and the
+// maximum, nil when there is none.
+func limits(s *wasmbin.Reader) (uint64, *uint64, error) {
 	flags := s.Byte()
 	if err := s.Err(); err != nil {
-		return 0, err
+		return 0, nil, err
 	}
 	if flags > 0x07 {
-		return 0, fmt.Errorf("bad limits flags 0x%02x", flags)
+		return 0, nil, fmt.Errorf("bad limits flags 0x%02x", flags)
 	}
 	bound := func() uint64 { return uint64(s.U32()) }
-	if flags&0x04 != 0 { // a 64-bit memory
+	if flags&0x04 != 0 { // 64-bit
 		bound = s.U64
 	}
 	min := bound()
-	if flags&0x01 != 0 { // a maximum
-		bound()
+	var max *uint64
+	if flags&0x01 != 0 {
+		m := bound()
+		max = &m
 	}
 	if err := s.Err(); err != nil {
-		return 0, err
+		return 0, nil, err
 	}
-	return min, nil
+	return min, max, nil
+}
+
+// table reads a table type, and the initializer that follows it when the
+// entry opens with 0x40 0x00 (typed function references), to reach the next.
+func table(s *wasmbin.Reader) (Table, error) {
+	init := false
+	b := s.Byte()
+	if b == 0x40 {
+		if r := s.Byte(); r != 0x00 && s.Err() == nil {
+			return Table{}, fmt.Errorf("table with an initializer: reserved byte 0x%02x", r)
+		}
+		init, b = true, s.Byte()
+	}
+	if b == 0x63 || b == 0x64 { // (ref null? heaptype): an s33
+		skipLEB(s)
+	}
+	// Any other reference type is one byte; which are valid is wazero's to say.
+	min, max, err := limits(s)
+	if err != nil {
+		return Table{}, err
+	}
+	if init {
+		if err := skipConstExpr(s); err != nil {
+			return Table{}, fmt.Errorf("table initializer: %v", err)
+		}
+	}
+	return Table{Min: min, Max: max}, nil
+}
+
+// skipLEB reads past a LEB128 integer of at most 10 bytes, whatever its
+// sign or width.
+func skipLEB(s *wasmbin.Reader) {
+	for range 10 {
+		if s.Byte()&0x80 == 0 || s.Err() != nil {
+			return
+		}
+	}
+	s.Byte() // an 11th byte: past the end, or read as garbage the caller refuses
+}
+
+// skipConstExpr reads past a constant expression up to its end (0x0b). It
+// knows the instructions of constant expressions (extended-const included)
+// and refuses any other.
+func skipConstExpr(s *wasmbin.Reader) error {
+	for {
+		op := s.Byte()
+		if err := s.Err(); err != nil {
+			return err
+		}
+		switch op {
+		case 0x0b: // end
+			return nil
+		case 0x41, 0x42, 0xd0: // i32.const, i64.const, ref.null heaptype
+			skipLEB(s)
+		case 0x23, 0xd2: // global.get, ref.func
+			s.U32()
+		case 0x43: // f32.const
+			s.Bytes(4)
+		case 0x44: // f64.const
+			s.Bytes(8)
+		case 0x6a, 0x6b, 0x6c, 0x7c, 0x7d, 0x7e: // i32/i64 add, sub, mul
+		case 0xfd: // v128.const
+			if sub := s.U32(); sub != 12 && s.Err() == nil {
+				return fmt.Errorf("unsupported instruction 0xfd %d in a constant expression", sub)
+			}
+			s.Bytes(16)
+		default:
+			return fmt.Errorf("unsupported instruction 0x%02x in a constant expression", op)
+		}
+		if err := s.Err(); err != nil {
+			return err
+		}
+	}
 }
 
 func parseTypes(s *wasmbin.Reader) ([]FuncType, error) {
@@ -366,11 +462,11 @@ func parseImports(s *wasmbin.Reader, m *module, types []FuncType, funcs *[]uint3
 			if _, err := valueType(s); err != nil {
 				return err
 			}
-			if _, err := limits(s); err != nil {
+			if _, _, err := limits(s); err != nil {
 				return err
 			}
 		case KindMemory:
-			min, err := limits(s)
+			min, _, err := limits(s)
 			if err != nil {
 				return err
 			}

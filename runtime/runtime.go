@@ -33,6 +33,10 @@ const (
 	// DefaultMaxImage bounds an image's size wherever one arrives: a file, a
 	// registry, a request body.
 	DefaultMaxImage = 64 << 20
+	// DefaultMaxTableEntries bounds the tables a module defines, together:
+	// 8 MiB of 8-byte entries. Go's linker declares one table of a few
+	// thousand entries; wasm-ld and AssemblyScript declare tables as small.
+	DefaultMaxTableEntries = 1 << 20
 )
 
 // PageSize is the size of a WebAssembly memory page.
@@ -364,8 +368,9 @@ func (r *Runtime) Prepare(ctx context.Context, name string, image []byte) (*Prog
 }
 
 // Check refuses what this host will not run under name: served tool names over
-// 64 characters, a minimum memory over the limit, and imports of memories,
-// tables or globals, which no host table provides.
+// 64 characters, a minimum memory over the limit, tables whose minimum or
+// maximum is over DefaultMaxTableEntries (or whose bounds are, together), and
+// imports of memories, tables or globals, which no host table provides.
 func (r *Runtime) Check(name string, m *manifest.Manifest) error {
 	if err := manifest.CheckProgramName(name); err != nil {
 		return err
@@ -376,6 +381,22 @@ func (r *Runtime) Check(name string, m *manifest.Manifest) error {
 	if limit := r.limits.Memory / PageSize; m.MemoryPages > limit {
 		return fmt.Errorf("memory: the module needs at least %d pages (%d MiB), over the limit of %d pages (%d MiB): %w",
 			m.MemoryPages, m.MemoryPages*PageSize>>20, limit, limit*PageSize>>20, ErrRefused)
+	}
+	// Each table is counted at its maximum, or its minimum without one.
+	var entries uint64
+	for i, t := range m.Tables {
+		bound, what := t.Min, "minimum"
+		if t.Max != nil && *t.Max > bound {
+			bound, what = *t.Max, "maximum"
+		}
+		if bound > DefaultMaxTableEntries {
+			return fmt.Errorf("table %d: a %s of %d entries, over the limit of %d: %w",
+				i, what, bound, DefaultMaxTableEntries, ErrRefused)
+		}
+		if entries += bound; entries > DefaultMaxTableEntries {
+			return fmt.Errorf("tables 0 to %d: %d entries together, over the limit of %d: %w",
+				i, entries, DefaultMaxTableEntries, ErrRefused)
+		}
 	}
 	for _, imp := range m.Imports {
 		if imp.Module != "berm" && imp.Kind != manifest.KindFunc {

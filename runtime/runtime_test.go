@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/berm-dev/berm/internal/wasmbin"
 	"github.com/berm-dev/berm/manifest"
 	"github.com/berm-dev/berm/runtime"
 	"github.com/berm-dev/berm/runtime/host"
@@ -181,6 +182,86 @@ func TestMemoryLimit(t *testing.T) {
 	}
 }
 
+// withTables is the echo fixture with a table section of the given payload in
+// its place, before the memory section.
+func withTables(t *testing.T, tables []byte) []byte {
+	t.Helper()
+	image := fixture(t, "echo.wasm")
+	out := []byte(wasmbin.Header)
+	for sec, err := range wasmbin.Sections(image) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if sec.ID == wasmbin.SectionMemory {
+			out = wasmbin.AppendSection(out, wasmbin.SectionTable, tables)
+		}
+		out = append(out, image[sec.Start:sec.End]...)
+	}
+	return out
+}
+
+func TestTableLimits(t *testing.T) {
+	ctx := context.Background()
+	rt := newRuntime(t, nil)
+	limit := fmt.Sprint(runtime.DefaultMaxTableEntries)
+
+	// Refused at deploy, naming the table, its bound and the limit.
+	for file, words := range map[string][]string{
+		"broken/table_big_min.wasm": {"table 0", "minimum of 100000000 entries", limit},
+		"broken/table_big_max.wasm": {"table 0", "maximum of 4294967295 entries", limit},
+	} {
+		_, err := rt.Deploy(ctx, "p", fixture(t, file))
+		check(t, runtime.Outcome{}, err, want{err: runtime.ErrRefused, words: words})
+	}
+
+	leb := func(n uint64) []byte { return wasmbin.AppendULEB(nil, n) }
+	cat := func(parts ...[]byte) []byte {
+		var b []byte
+		for _, p := range parts {
+			b = append(b, p...)
+		}
+		return b
+	}
+	const max = runtime.DefaultMaxTableEntries
+	tests := []struct {
+		name   string
+		tables []byte
+		words  []string // of the refusal; none when it deploys
+	}{
+		{"no maximum", cat([]byte{1, 0x70, 0x00}, leb(6251)), nil},
+		{"a maximum at the limit", cat([]byte{1, 0x70, 0x01, 1}, leb(max)), nil},
+		{"externref", cat([]byte{1, 0x6f, 0x01, 0}, leb(1000)), nil},
+		{"a maximum over the limit", cat([]byte{1, 0x70, 0x01, 1}, leb(max+1)), []string{"table 0", "maximum of 1048577 entries"}},
+		{"no maximum, a minimum over the limit", cat([]byte{1, 0x70, 0x00}, leb(max+1)), []string{"table 0", "minimum of 1048577 entries"}},
+		{"two tables over the limit together",
+			cat([]byte{2, 0x70, 0x01, 0}, leb(max/2+1), []byte{0x6f, 0x01, 0}, leb(max/2)),
+			[]string{"tables 0 to 1", "1048577 entries together"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := rt.Deploy(ctx, "tables", withTables(t, tt.tables))
+			if tt.words != nil {
+				check(t, runtime.Outcome{}, err, want{err: runtime.ErrRefused, words: append(tt.words, limit)})
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			out, err := rt.Call(ctx, "tables", "echo", []byte(`{"t":1}`))
+			check(t, out, err, want{result: `{"t":1}`})
+		})
+	}
+
+	// Go's linker declares its table without a maximum: it deploys.
+	image, err := os.ReadFile("../examples/hello/hello.wasm")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := rt.Deploy(ctx, "hello", image); err != nil {
+		t.Fatalf("hello: %v", err)
+	}
+}
+
 func TestNested(t *testing.T) {
 	tests := []struct {
 		depth int
@@ -321,6 +402,8 @@ func TestDeployRefusals(t *testing.T) {
 		{"broken/import_memory.wasm", "p", runtime.ErrRefused},
 		{"broken/import_global.wasm", "p", runtime.ErrRefused},
 		{"broken/big_memory.wasm", "p", runtime.ErrRefused},
+		{"broken/table_big_min.wasm", "p", runtime.ErrRefused},
+		{"broken/table_big_max.wasm", "p", runtime.ErrRefused},
 		{"echo.wasm", "Bad", manifest.ErrProgramName},
 		{"echo.wasm", "a_b", manifest.ErrProgramName},
 		{"echo.wasm", strings.Repeat("p", 60), manifest.ErrServedName}, // 60 + "_echo" = 65

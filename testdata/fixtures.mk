@@ -19,7 +19,7 @@ FIXTURES = echo core nest kv init init_syscall imports maxmem
 # - over a module of their own, testdata/broken/NAME.wat and NAME.abi.json;
 BROKEN_MODULE = no_memory memory_not_memory init_type missing_export export_type \
 	tool_name_dot tool_name_long berm_import_other berm_syscall_type \
-	import_memory import_global big_memory
+	import_memory import_global big_memory table_big_min table_big_max
 # - over the sound module testdata/broken/base.wat, with NAME.abi.json;
 BROKEN_MANIFEST = bad_json abi_missing abi_wrong abi_string no_tools dup_tool \
 	schema_not_object schema_bool schema_invalid schema_external_ref bad_call_name
