@@ -62,6 +62,8 @@ var want = map[string]error{
 	"broken/import_memory.wasm":       nil,
 	"broken/import_global.wasm":       nil,
 	"broken/big_memory.wasm":          nil,
+	"broken/table_big_min.wasm":       nil,
+	"broken/table_big_max.wasm":       nil,
 }
 
 // byRuntime are the broken images that only the runtime refuses.
@@ -69,6 +71,8 @@ var byRuntime = map[string]string{
 	"broken/import_memory.wasm": "imports a memory",
 	"broken/import_global.wasm": "imports a global",
 	"broken/big_memory.wasm":    "minimum memory over the limit",
+	"broken/table_big_min.wasm": "table minimum over the limit",
+	"broken/table_big_max.wasm": "table maximum over the limit",
 }
 
 func main() {
