@@ -31,6 +31,9 @@ func (r *Runtime) compile(ctx context.Context, image []byte) (wazero.CompiledMod
 	// which instantiates several times faster for Go's tens of thousands
 	// (coalesce.go); the program's identity stays the digest of image.
 	image = coalesceData(image)
+	// And with a maximum on every table that declares none, which table.grow
+	// could otherwise take to 2^32-1 entries of the host's memory (tables.go).
+	image = boundTables(image, DefaultMaxTableEntries)
 	compiled, err := r.wz.CompileModule(ctx, image)
 	switch {
 	case err == nil:
