@@ -341,7 +341,7 @@ func table(s *wasmbin.Reader) (Table, error) {
 		init, b = true, s.Byte()
 	}
 	if b == 0x63 || b == 0x64 { // (ref null? heaptype): an s33
-		skipLEB(s)
+		s.SkipLEB()
 	}
 	// Any other reference type is one byte; which are valid is wazero's to say.
 	min, max, err := limits(s)
@@ -349,57 +349,11 @@ func table(s *wasmbin.Reader) (Table, error) {
 		return Table{}, err
 	}
 	if init {
-		if err := skipConstExpr(s); err != nil {
+		if err := s.SkipConstExpr(); err != nil {
 			return Table{}, fmt.Errorf("table initializer: %v", err)
 		}
 	}
 	return Table{Min: min, Max: max}, nil
-}
-
-// skipLEB reads past a LEB128 integer of at most 10 bytes, whatever its
-// sign or width.
-func skipLEB(s *wasmbin.Reader) {
-	for range 10 {
-		if s.Byte()&0x80 == 0 || s.Err() != nil {
-			return
-		}
-	}
-	s.Byte() // an 11th byte: past the end, or read as garbage the caller refuses
-}
-
-// skipConstExpr reads past a constant expression up to its end (0x0b). It
-// knows the instructions of constant expressions (extended-const included)
-// and refuses any other.
-func skipConstExpr(s *wasmbin.Reader) error {
-	for {
-		op := s.Byte()
-		if err := s.Err(); err != nil {
-			return err
-		}
-		switch op {
-		case 0x0b: // end
-			return nil
-		case 0x41, 0x42, 0xd0: // i32.const, i64.const, ref.null heaptype
-			skipLEB(s)
-		case 0x23, 0xd2: // global.get, ref.func
-			s.U32()
-		case 0x43: // f32.const
-			s.Bytes(4)
-		case 0x44: // f64.const
-			s.Bytes(8)
-		case 0x6a, 0x6b, 0x6c, 0x7c, 0x7d, 0x7e: // i32/i64 add, sub, mul
-		case 0xfd: // v128.const
-			if sub := s.U32(); sub != 12 && s.Err() == nil {
-				return fmt.Errorf("unsupported instruction 0xfd %d in a constant expression", sub)
-			}
-			s.Bytes(16)
-		default:
-			return fmt.Errorf("unsupported instruction 0x%02x in a constant expression", op)
-		}
-		if err := s.Err(); err != nil {
-			return err
-		}
-	}
 }
 
 func parseTypes(s *wasmbin.Reader) ([]FuncType, error) {

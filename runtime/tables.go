@@ -147,7 +147,7 @@ func parseTables(payload []byte) ([]tableType, bool) {
 		if !t.hasMax {
 			t.minEnd = r.Offset()
 		}
-		if r.Err() != nil || init && !skipConstExpr(r) {
+		if r.Err() != nil || init && r.SkipConstExpr() != nil {
 			return nil, false
 		}
 		tables = append(tables, t)
@@ -164,40 +164,6 @@ func skipLEB(r *wasmbin.Reader, n int) bool {
 		}
 		if c&0x80 == 0 {
 			return true
-		}
-	}
-	return false
-}
-
-// skipConstExpr reads past a constant expression up to its end (0x0b),
-// knowing the instructions wazero's constant expressions may hold.
-func skipConstExpr(r *wasmbin.Reader) bool {
-	for r.Err() == nil {
-		switch r.Byte() {
-		case 0x0b: // end
-			return r.Err() == nil
-		case 0x41, 0xd0: // i32.const, ref.null heaptype
-			if !skipLEB(r, 5) {
-				return false
-			}
-		case 0x42: // i64.const
-			if !skipLEB(r, 10) {
-				return false
-			}
-		case 0x23, 0xd2: // global.get, ref.func
-			r.U32()
-		case 0x43: // f32.const
-			r.Bytes(4)
-		case 0x44: // f64.const
-			r.Bytes(8)
-		case 0x6a, 0x6b, 0x6c, 0x7c, 0x7d, 0x7e: // i32/i64 add, sub, mul
-		case 0xfd: // v128.const
-			if r.U32() != 12 {
-				return false
-			}
-			r.Bytes(16)
-		default:
-			return false
 		}
 	}
 	return false
