@@ -185,8 +185,11 @@ func TestStdioSlowCallAnsweredAfterEOF(t *testing.T) {
 			changed++
 		}
 	}
-	if logs != 2 || changed == 0 {
-		t.Errorf("%d log messages (want 2) and %d tools/list_changed (want some)", logs, changed)
+	// The SDK handles requests concurrently, so logging/setLevel may take
+	// effect after core_log ran (then nothing is logged, as MCP says); what
+	// may never happen is half of its lines.
+	if (logs != 2 && logs != 0) || changed == 0 {
+		t.Errorf("%d log messages (want 2, or 0 if setLevel came late) and %d tools/list_changed (want some)", logs, changed)
 	}
 }
 
