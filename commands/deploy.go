@@ -113,6 +113,9 @@ func deployExample(ctx context.Context, opts deployOptions, args []string) (serv
 // deployArg deploys NAME FILE|REF.
 func deployArg(ctx context.Context, e *env, opts deployOptions, name, arg string) (service.Info, error) {
 	if err := manifest.CheckProgramName(name); err != nil {
+		if isFile(name) {
+			return service.Info{}, withHint(err, "the name comes first: berm deploy %s %s", nameFromFile(name), name)
+		}
 		return service.Info{}, err
 	}
 	if !isReference(arg) {

@@ -2,6 +2,7 @@ package commands
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -111,8 +112,17 @@ func runServe(ctx context.Context, e *env, opts serveOptions) error {
 	}
 	limits.TotalMemory = total
 	if !opts.stdio {
-		if _, _, err := net.SplitHostPort(opts.http.Addr); err != nil {
-			return usagef("--addr %q: want host:port, such as 127.0.0.1:7777", opts.http.Addr)
+		if _, err := net.ResolveTCPAddr("tcp", opts.http.Addr); err != nil {
+			return usagef("--addr %q: want host:port, such as 127.0.0.1:7777 (%v)", opts.http.Addr, err)
+		}
+		// Checked before anything loads, so that a wrong flag fails at once.
+		if (opts.http.TLSCert == "") != (opts.http.TLSKey == "") {
+			return usagef("--tls-cert and --tls-key go together")
+		}
+		if opts.http.TLSCert != "" {
+			if _, err := tls.LoadX509KeyPair(opts.http.TLSCert, opts.http.TLSKey); err != nil {
+				return usagef("--tls-cert %s, --tls-key %s: %v", opts.http.TLSCert, opts.http.TLSKey, err)
+			}
 		}
 	}
 	var naming mcpserve.Naming

@@ -59,6 +59,10 @@ func NewClient(base, token string) (*Client, error) {
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return nil, fmt.Errorf("server %q: want a URL such as http://127.0.0.1:7777", base)
 	}
+	if strings.HasSuffix(u.Path, "/mcp") {
+		// The control API is at /v1 beside /mcp, which is MCP's.
+		return nil, fmt.Errorf("server %q: want the server's URL without /mcp (%s)", base, strings.TrimSuffix(u.String(), "/mcp"))
+	}
 	return &Client{base: u, token: token, http: http.DefaultClient}, nil
 }
 
