@@ -53,6 +53,9 @@ type HTTPConfig struct {
 	// SessionIdle closes a session that has had no request for that long;
 	// DefaultSessionIdle when 0.
 	SessionIdle time.Duration
+	// Metrics serves Prometheus metrics at GET /metrics, under the same
+	// rules as every route.
+	Metrics bool
 	// Ready, when set, receives the address listened on once the listener
 	// is open (for tests and for printing).
 	Ready func(addr net.Addr)
@@ -163,7 +166,8 @@ func (cfg HTTPConfig) withDefaults() HTTPConfig {
 	return cfg
 }
 
-// Handler is the HTTP service: /mcp, /healthz and the control API, behind
+// Handler is the HTTP service: /mcp, /healthz, the control API and (with
+// cfg.Metrics) /metrics, behind
 // the checks every route gets (guard) and the bounds of withDeadlines.
 func (s *Server) Handler(cfg HTTPConfig) http.Handler {
 	cfg = cfg.withDefaults()
@@ -193,6 +197,9 @@ func (s *Server) Handler(cfg HTTPConfig) http.Handler {
 	mux.HandleFunc("PUT /v1/programs/{name}", func(w http.ResponseWriter, r *http.Request) {
 		s.putProgram(w, r, cfg.MaxImage)
 	})
+	if cfg.Metrics {
+		mux.Handle("GET /metrics", s.metricsHandler())
+	}
 	return withDeadlines(cfg.ReadTimeout, cfg.WriteTimeout, s.guard(cfg, mux))
 }
 

@@ -94,6 +94,10 @@ type Server struct {
 	inflight atomic.Int64
 	owed     atomic.Int64 // requests read whose response is not yet written
 	closed   sync.Once
+
+	metricsOnce sync.Once
+	metrics     atomic.Pointer[metrics] // nil unless the HTTP service serves /metrics
+	listChanged atomic.Int64            // changes applied
 }
 
 type sessionKey struct{}
@@ -199,6 +203,7 @@ func (s *Server) apply(c service.Change) {
 		s.mu.Unlock()
 		s.mcp.RemoveTools(gone...)
 		s.mcp.RemoveResources(usageURI(c.Removed))
+		s.observeApply(c.Removed)
 		return
 	}
 	p := c.Served
@@ -230,6 +235,7 @@ func (s *Server) apply(c service.Change) {
 		Description: "When to reach for the tools of " + p.Name,
 		MIMEType:    "text/markdown",
 	}, s.readUsage)
+	s.observeApply("")
 }
 
 // Programs lists the served programs and their served tool names.
@@ -375,7 +381,9 @@ func (s *Server) worker() {
 	for j := range s.work {
 		start := time.Now()
 		j.out, j.err = s.rt.Call(j.ctx, j.program, j.tool, j.args)
-		s.logCall(j.program, j.tool, time.Since(start), j.out, j.err)
+		d := time.Since(start)
+		s.logCall(j.program, j.tool, d, j.out, j.err)
+		s.observeCall(j.program, j.tool, d, j.out, j.err)
 		close(j.done)
 	}
 }
