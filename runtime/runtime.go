@@ -315,19 +315,30 @@ func (r *Runtime) Deploy(ctx context.Context, name string, image []byte) (*Progr
 	if err != nil {
 		return nil, err
 	}
+	if err := r.Install(p); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// Install makes a program that Prepare returned callable under its name,
+// replacing what was there; calls in flight on the old one finish first.
+// Deploy is Prepare then Install; a caller that must decide between the two
+// (whether the compiled program is still wanted) calls them apart.
+func (r *Runtime) Install(p *Program) error {
 	r.mu.Lock()
 	if r.closed {
 		r.mu.Unlock()
 		p.close()
-		return nil, ErrClosed
+		return ErrClosed
 	}
-	old := r.programs[name]
-	r.programs[name] = p
+	old := r.programs[p.Name]
+	r.programs[p.Name] = p
 	r.mu.Unlock()
-	if old != nil {
+	if old != nil && old != p {
 		old.retire()
 	}
-	return p, nil
+	return nil
 }
 
 // Prepare does all of Deploy but making the program callable: it checks the
