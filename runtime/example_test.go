@@ -118,3 +118,28 @@ func ExampleOptions_hostError() {
 	// hosterr.oops: program trapped: syscall test.oops: host error
 	// true true
 }
+
+// Prepare and Install apart: compile first, then decide whether the program
+// is still wanted (a newer deployment may have come meanwhile).
+func ExampleRuntime_Install() {
+	ctx := context.Background()
+	rt, err := runtime.New(ctx, runtime.DefaultCallDepth, nil, nil)
+	if err != nil {
+		panic(err)
+	}
+	defer rt.Close(ctx)
+	image, _ := os.ReadFile("../testdata/echo.wasm")
+	p, err := rt.Prepare(ctx, "echo", image)
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println("callable before Install:", rt.Program("echo") != nil)
+	if err := rt.Install(p); err != nil {
+		panic(err)
+	}
+	out, err := rt.Call(ctx, "echo", "echo", []byte(`{"message":"hi"}`))
+	fmt.Println(string(out.Result), err)
+	// Output:
+	// callable before Install: false
+	// {"message":"hi"} <nil>
+}
