@@ -24,6 +24,7 @@ type serveOptions struct {
 	toolNames     string
 	maxConcurrent int
 	logFormat     string
+	logLevel      string // "" takes the transport's default
 	plainHTTP     bool
 	limitOptions
 	totalMemory string
@@ -50,7 +51,9 @@ loopback names may appear in Host (DNS rebinding); behind a reverse proxy that
 passes the client's Host, name it with --allowed-host. Bodies, responses and
 sessions are bounded (--read-timeout, --write-timeout, --max-sessions,
 --session-idle). Logs go to stderr; with --stdio, stdout carries nothing but
-the protocol.`,
+the protocol, and the log level defaults to warn, since Claude Code labels
+every stderr line of a stdio server an error. Each call's log line has a
+request_id, which the call's result also carries in _meta (berm/request_id).`,
 		Flags: append([]cli.Flag{
 			&cli.BoolFlag{Name: "stdio", Usage: "serve MCP over stdin and stdout"},
 			&cli.StringFlag{Name: "addr", Value: mcpserve.DefaultAddr, Usage: "listen address for streamable HTTP (at /mcp)", Sources: cli.EnvVars("BERM_ADDR")},
@@ -66,6 +69,7 @@ the protocol.`,
 			&cli.StringFlag{Name: "tool-names", Value: "underscore", Usage: "underscore serves {program}_{tool}; dotted serves {program}.{tool}, for clients that accept dots"},
 			&cli.IntFlag{Name: "max-concurrent", Value: mcpserve.DefaultMaxConcurrent, Usage: "calls that run at once; past it calls wait"},
 			&cli.StringFlag{Name: "log-format", Value: "text", Usage: "text or json"},
+			&cli.StringFlag{Name: "log-level", Usage: "debug, info, warn or error (default: info over HTTP; warn with --stdio, since Claude Code labels a stdio server's stderr lines as errors)"},
 			&cli.StringFlag{Name: "total-memory", Value: "0", Usage: "memory of all instances at once (64MiB, 8GiB); 0 leaves it at --max-concurrent × (call depth+1) × --memory"},
 		}, append(limitFlags(), registryFlags()...)...),
 		Action: func(ctx context.Context, cmd *cli.Command) error {
@@ -91,6 +95,7 @@ the protocol.`,
 				toolNames:     cmd.String("tool-names"),
 				maxConcurrent: int(cmd.Int("max-concurrent")),
 				logFormat:     cmd.String("log-format"),
+				logLevel:      cmd.String("log-level"),
 				plainHTTP:     cmd.Bool("plain-http"),
 				limitOptions:  readLimitFlags(cmd),
 				totalMemory:   cmd.String("total-memory"),
@@ -149,12 +154,17 @@ func runServe(ctx context.Context, e *env, opts serveOptions) error {
 	if opts.http.MaxSessions <= 0 {
 		return usagef("--max-sessions %d: want 1 or more", opts.http.MaxSessions)
 	}
+	level, err := logLevel(opts.logLevel, opts.stdio)
+	if err != nil {
+		return err
+	}
+	hopts := &slog.HandlerOptions{Level: level}
 	var handler slog.Handler
 	switch opts.logFormat {
 	case "text":
-		handler = slog.NewTextHandler(e.stderr, nil)
+		handler = slog.NewTextHandler(e.stderr, hopts)
 	case "json":
-		handler = slog.NewJSONHandler(e.stderr, nil)
+		handler = slog.NewJSONHandler(e.stderr, hopts)
 	default:
 		return usagef("--log-format %q: want text or json", opts.logFormat)
 	}
@@ -200,6 +210,28 @@ func runServe(ctx context.Context, e *env, opts serveOptions) error {
 		return usageError{err}
 	}
 	return err
+}
+
+// logLevel is the level of --log-level: given, it wins; otherwise info over
+// HTTP and warn over stdio, where Claude Code shows every stderr line as an
+// error.
+func logLevel(flag string, stdio bool) (slog.Level, error) {
+	switch flag {
+	case "":
+		if stdio {
+			return slog.LevelWarn, nil
+		}
+		return slog.LevelInfo, nil
+	case "debug":
+		return slog.LevelDebug, nil
+	case "info":
+		return slog.LevelInfo, nil
+	case "warn":
+		return slog.LevelWarn, nil
+	case "error":
+		return slog.LevelError, nil
+	}
+	return 0, usagef("--log-level %q: want debug, info, warn or error", flag)
 }
 
 // tuneGC sets the collector for a server, unless the operator has (GOGC,

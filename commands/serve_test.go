@@ -125,7 +125,7 @@ func TestServeStdio(t *testing.T) {
 	changed := make(chan struct{}, 8)
 	cs, _, stderr := connectStdio(t, root, &mcp.ClientOptions{
 		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) { changed <- struct{}{} },
-	})
+	}, "--log-level", "info")
 	if got := callText(t, cs, "echo_echo", map[string]any{"message": "hi"}); got != `{"message":"hi"}` {
 		t.Fatalf("echo_echo = %q", got)
 	}
@@ -150,8 +150,26 @@ func TestServeStdio(t *testing.T) {
 	}
 	// Logs go to stderr, as structured records, never to stdout (the
 	// client above would have choked on them).
-	if !strings.Contains(stderr.String(), "msg=call") || !strings.Contains(stderr.String(), "program=echo") {
+	if !strings.Contains(stderr.String(), "msg=call request_id=") || !strings.Contains(stderr.String(), "program=echo") {
 		t.Errorf("stderr has no call record:\n%s", stderr)
+	}
+}
+
+// TestServeStdioQuiet: with --stdio and no --log-level, only warnings and
+// errors reach stderr (Claude Code shows each stderr line as an error): no
+// serve or call lines.
+func TestServeStdioQuiet(t *testing.T) {
+	root := t.TempDir()
+	berm(t, root, "deploy", "echo", fixturePath("echo.wasm"))
+	cs, _, stderr := connectStdio(t, root, nil)
+	if got := callText(t, cs, "echo_echo", map[string]any{"message": "hi"}); got != `{"message":"hi"}` {
+		t.Fatalf("echo_echo = %q", got)
+	}
+	cs.Close()
+	for _, info := range []string{"level=INFO", "msg=serve", "msg=call"} {
+		if strings.Contains(stderr.String(), info) {
+			t.Errorf("stderr has %q at the default level of --stdio:\n%s", info, stderr)
+		}
 	}
 }
 
@@ -167,7 +185,7 @@ func TestServeStdioNothingDeployed(t *testing.T) {
 func TestServeSIGTERM(t *testing.T) {
 	root := t.TempDir()
 	berm(t, root, "deploy", "core", fixturePath("core.wasm"))
-	cs, cmd, stderr := connectStdio(t, root, nil)
+	cs, cmd, stderr := connectStdio(t, root, nil, "--log-level", "info")
 	callText(t, cs, "core_echo", nil) // compiled and ready
 	done := make(chan string, 1)
 	go func() {

@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -92,6 +93,7 @@ func transcript(t *testing.T, srv *mcpserve.Server, requests []byte) []byte {
 			if _, isNotification := msg["method"]; isNotification {
 				continue // list_changed and the like, timing-dependent
 			}
+			pinRequestID(t, msg)
 			b, _ := json.Marshal(msg) // maps marshal with sorted keys
 			got.Write(b)
 			got.WriteByte('\n')
@@ -103,4 +105,23 @@ func transcript(t *testing.T, srv *mcpserve.Server, requests []byte) []byte {
 		t.Fatalf("RunStdio: %v", err)
 	}
 	return got.Bytes()
+}
+
+// requestIDPattern is a request id: 8 hex characters per process, a counter.
+var requestIDPattern = regexp.MustCompile(`^[0-9a-f]{8}-[0-9]+$`)
+
+// pinRequestID replaces a result's request id, which differs from run to
+// run, with REQUEST_ID, once it has the form of one.
+func pinRequestID(t *testing.T, msg map[string]any) {
+	t.Helper()
+	res, _ := msg["result"].(map[string]any)
+	meta, _ := res["_meta"].(map[string]any)
+	id, ok := meta[mcpserve.MetaRequestID]
+	if !ok {
+		return
+	}
+	if s, _ := id.(string); !requestIDPattern.MatchString(s) {
+		t.Errorf("request id %v: want %s", id, requestIDPattern)
+	}
+	meta[mcpserve.MetaRequestID] = "REQUEST_ID"
 }

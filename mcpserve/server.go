@@ -2,10 +2,13 @@ package mcpserve
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -352,20 +355,51 @@ func (s *Server) handler(program, tool string) mcp.ToolHandler {
 		if req.Session != nil {
 			ctx = context.WithValue(ctx, sessionKey{}, req.Session)
 		}
-		j := &job{ctx: ctx, program: program, tool: tool, args: args, done: make(chan struct{})}
+		j := &job{ctx: ctx, id: newRequestID(), program: program, tool: tool, args: args, done: make(chan struct{})}
 		select {
 		case s.work <- j: // waits while MaxConcurrent calls run
 		case <-ctx.Done():
 			return nil, ctx.Err()
 		}
 		<-j.done
-		return toolResult(program, tool, j.out, j.err)
+		res, err := toolResult(program, tool, j.out, j.err)
+		// The request id goes back in the result's _meta, so that a client's
+		// report can be matched to the server's log line. A JSON-RPC error
+		// has no _meta: its id is on the log line only, and the error on the
+		// wire stays as ABI.md says.
+		if res != nil {
+			res.Meta = mcp.Meta{MetaRequestID: j.id}
+		}
+		return res, err
 	}
+}
+
+// MetaRequestID is the key, in a tools/call result's _meta, of the call's
+// request id: the request_id of the server's log line for that call.
+const MetaRequestID = "berm/request_id"
+
+// requestPrefix and requestSeq make request ids: 8 random hex characters per
+// process, then a counter, so an id is short, unique within the process and
+// costs an atomic add.
+var (
+	requestPrefix = randomHex(4) + "-"
+	requestSeq    atomic.Uint64
+)
+
+func newRequestID() string {
+	return requestPrefix + strconv.FormatUint(requestSeq.Add(1), 10)
+}
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b) // crypto/rand.Read never fails (Go 1.24)
+	return hex.EncodeToString(b)
 }
 
 // job is one call handed to a worker.
 type job struct {
 	ctx           context.Context
+	id            string // the request id, logged and in the result's _meta
 	program, tool string
 	args          []byte
 	out           runtime.Outcome
@@ -382,14 +416,14 @@ func (s *Server) worker() {
 		start := time.Now()
 		j.out, j.err = s.rt.Call(j.ctx, j.program, j.tool, j.args)
 		d := time.Since(start)
-		s.logCall(j.program, j.tool, d, j.out, j.err)
+		s.logCall(j.id, j.program, j.tool, d, j.out, j.err)
 		s.observeCall(j.program, j.tool, d, j.out, j.err)
 		close(j.done)
 	}
 }
 
-func (s *Server) logCall(program, tool string, d time.Duration, out runtime.Outcome, err error) {
-	attrs := []any{"program", program, "tool", tool, "duration", d}
+func (s *Server) logCall(id, program, tool string, d time.Duration, out runtime.Outcome, err error) {
+	attrs := []any{"request_id", id, "program", program, "tool", tool, "duration", d}
 	if p := s.rt.Program(program); p != nil {
 		attrs = append(attrs, "digest", p.Digest)
 	}
