@@ -96,6 +96,9 @@ type Server struct {
 	calls    sync.WaitGroup
 	inflight atomic.Int64
 	owed     atomic.Int64 // requests read whose response is not yet written
+
+	idPrefix string        // of request ids: random, per server
+	idSeq    atomic.Uint64 // of request ids
 	closed   sync.Once
 
 	metricsOnce sync.Once
@@ -128,6 +131,8 @@ func New(svc *service.Service, opts *Options) *Server {
 		log:   o.Logger,
 		work:  make(chan *job),
 		tools: map[string][]string{},
+
+		idPrefix: randomHex(4) + "-",
 	}
 	s.workers.Add(o.MaxConcurrent)
 	for range o.MaxConcurrent {
@@ -355,7 +360,7 @@ func (s *Server) handler(program, tool string) mcp.ToolHandler {
 		if req.Session != nil {
 			ctx = context.WithValue(ctx, sessionKey{}, req.Session)
 		}
-		j := &job{ctx: ctx, id: newRequestID(), program: program, tool: tool, args: args, done: make(chan struct{})}
+		j := &job{ctx: ctx, id: s.newRequestID(), program: program, tool: tool, args: args, done: make(chan struct{})}
 		select {
 		case s.work <- j: // waits while MaxConcurrent calls run
 		case <-ctx.Done():
@@ -378,16 +383,11 @@ func (s *Server) handler(program, tool string) mcp.ToolHandler {
 // request id: the request_id of the server's log line for that call.
 const MetaRequestID = "berm/request_id"
 
-// requestPrefix and requestSeq make request ids: 8 random hex characters per
-// process, then a counter, so an id is short, unique within the process and
-// costs an atomic add.
-var (
-	requestPrefix = randomHex(4) + "-"
-	requestSeq    atomic.Uint64
-)
-
-func newRequestID() string {
-	return requestPrefix + strconv.FormatUint(requestSeq.Add(1), 10)
+// newRequestID makes a request id: 8 random hex characters per server, then
+// a counter, so an id is short, unique within the process and costs an
+// atomic add.
+func (s *Server) newRequestID() string {
+	return s.idPrefix + strconv.FormatUint(s.idSeq.Add(1), 10)
 }
 
 func randomHex(n int) string {
