@@ -70,11 +70,7 @@ func (s *Service) List() ([]Info, error) {
 
 // Inspect reads the details of the program deployed under name.
 func (s *Service) Inspect(name string) (Details, error) {
-	d, err := s.st.Deployment(name)
-	if err != nil {
-		return Details{}, err
-	}
-	image, err := s.st.Image(d.Digest)
+	d, image, err := s.Deployed(name)
 	if err != nil {
 		return Details{}, err
 	}

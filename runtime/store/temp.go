@@ -74,11 +74,9 @@ func (s *Store) collectData(program string, cutoff time.Time) (int, int64, error
 	return n, b, err
 }
 
-// collectDir removes the regular .tmp-* files of dir last written before
-// cutoff.
 // collectCache collects what killed compiles leave in the compiled-code
 // cache: wazero's KEY.*.tmp beside its entries, and the runtime's repair-*
-// scratch directories.
+// scratch directories (runtime/cache.go, repairCache).
 func (s *Store) collectCache(cutoff time.Time) (files int, bytes int64, err error) {
 	dir := filepath.Join(s.root, cacheDir)
 	entries, err := os.ReadDir(dir)
@@ -120,6 +118,8 @@ func isTemp(name string) bool { return strings.HasPrefix(name, tmpPrefix) }
 // (internal/filecache: os.CreateTemp(dir, KEY+".*.tmp")).
 func isWazeroTemp(name string) bool { return strings.HasSuffix(name, ".tmp") }
 
+// collectDir removes the regular files of dir that match and were last
+// written before cutoff.
 func collectDir(dir string, cutoff time.Time, match func(name string) bool) (files int, bytes int64, err error) {
 	entries, err := os.ReadDir(dir)
 	if errors.Is(err, fs.ErrNotExist) {
