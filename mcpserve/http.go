@@ -188,7 +188,7 @@ func (s *Server) Handler(cfg HTTPConfig) http.Handler {
 		if s.Draining() {
 			status, code = "draining", http.StatusServiceUnavailable
 		}
-		writeJSON(w, code, map[string]any{"status": status, "programs": len(s.Programs()), "calls": s.InFlight()})
+		writeJSON(w, code, map[string]any{"status": status, "programs": s.programCount(), "calls": s.InFlight()})
 	})
 	mux.Handle("/mcp", s.owing(s.mcpBounds(cfg.MaxSessions, cfg.MaxBody, mcpHandler)))
 	mux.HandleFunc("GET /v1/programs", s.listPrograms)

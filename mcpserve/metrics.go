@@ -47,11 +47,7 @@ func newMetrics(s *Server) *metrics {
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "berm_deployments",
 			Help: "Programs served.",
-		}, func() float64 {
-			s.mu.Lock()
-			defer s.mu.Unlock()
-			return float64(len(s.tools))
-		}),
+		}, func() float64 { return float64(s.programCount()) }),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "berm_mcp_sessions",
 			Help: "MCP sessions open.",

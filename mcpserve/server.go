@@ -246,6 +246,14 @@ func (s *Server) apply(c service.Change) {
 	s.observeApply("")
 }
 
+// programCount is the number of programs served, for /healthz and metrics:
+// Programs would copy every tool list to count them.
+func (s *Server) programCount() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.tools)
+}
+
 // Programs lists the served programs and their served tool names.
 func (s *Server) Programs() map[string][]string {
 	s.mu.Lock()
