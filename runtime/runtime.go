@@ -16,6 +16,7 @@ import (
 	"github.com/tetratelabs/wazero/sys"
 
 	"github.com/berm-dev/berm/manifest"
+	"github.com/berm-dev/berm/runtime/sandbox"
 )
 
 // Defaults of the limits; each can be changed in Options.
@@ -295,6 +296,8 @@ type Program struct {
 	Digest   string // sha256:<64 hex> of the image
 	Size     int    // of the image, in bytes
 	Manifest *manifest.Manifest
+	// Grants are what the deployment lets it reach beyond the ABI.
+	Grants sandbox.Grants
 
 	compiled  wazero.CompiledModule
 	minMemory uint64 // bytes of memory an instance starts with

@@ -6,6 +6,8 @@ import (
 	"fmt"
 
 	"github.com/tetratelabs/wazero/api"
+
+	"github.com/berm-dev/berm/runtime/sandbox"
 )
 
 // Bits of a staging syscall's return value (ABI.md, Syscalls): ErrorBit marks
@@ -88,6 +90,9 @@ func (c *Call) Program() string { return c.program.Name }
 
 // Tool is the tool being called.
 func (c *Call) Tool() string { return c.tool }
+
+// Grants are what the program's deployment grants it (never nil).
+func (c *Call) Grants() *sandbox.Grants { return &c.program.Grants }
 
 // Depth is the call's depth: 0 at the top level, d+1 inside a berm.call made at d.
 func (c *Call) Depth() int { return c.depth }
