@@ -1,0 +1,212 @@
+package index
+
+import (
+	"encoding/json"
+	"math"
+	"sort"
+	"strings"
+)
+
+// Fields of a listed program that a search looks in, and their weights in
+// BM25F: a word of the name or of a tool's name says more of what the
+// program is than one of its prose.
+const (
+	fieldName        = iota // the repository's path, without host or tag
+	fieldTools              // the tools' names
+	fieldUsage              // the usage
+	fieldDescription        // the tools' descriptions
+	nFields
+)
+
+var fieldWeights = [nFields]float64{fieldName: 3, fieldTools: 2, fieldUsage: 1, fieldDescription: 1}
+
+// BM25 parameters: the usual ones.
+const (
+	bm25K1 = 1.2
+	bm25B  = 0.75
+)
+
+// maxTF is the largest count of a term in a field that postings keep.
+const maxTF = 255
+
+// corpus is what a search ranks: the newest line of each program and, for
+// each term, which of them hold it how often in which field. It is built
+// once per fetched commit and kept on disk (snapshot.go), so that a search
+// reads no JSON but its results'.
+type corpus struct {
+	// Lines holds each program's newest line, one after another; Ends[i]
+	// is where program i's ends.
+	Lines []byte
+	Ends  []uint32
+	// Lens are the fields' lengths in terms, nFields per program.
+	Lens []uint16
+	Avg  [nFields]float64
+	// Postings of each term: program<<32 | its counts in each field, a
+	// byte each, field 0 lowest.
+	Postings map[string][]uint64
+}
+
+// line is program i's newest line.
+func (c *corpus) line(i int) []byte {
+	start := uint32(0)
+	if i > 0 {
+		start = c.Ends[i-1]
+	}
+	return c.Lines[start:c.Ends[i]]
+}
+
+// len is the number of programs.
+func (c *corpus) len() int { return len(c.Ends) }
+
+// builder makes a corpus from entries.
+type builder struct {
+	c     corpus
+	stems map[string]string
+	buf   []string
+	sums  [nFields]float64
+}
+
+func newBuilder() *builder {
+	return &builder{c: corpus{Postings: map[string][]uint64{}}, stems: map[string]string{}}
+}
+
+// add lists e, which is a program's newest line.
+func (b *builder) add(e *Entry) error {
+	line, err := e.Marshal()
+	if err != nil {
+		return err
+	}
+	doc := uint64(b.c.len())
+	b.c.Lines = append(b.c.Lines, line[:len(line)-1]...)
+	b.c.Ends = append(b.c.Ends, uint32(len(b.c.Lines)))
+
+	counts := map[string]*[nFields]uint8{}
+	var lens [nFields]int
+	for f, text := range b.fieldTexts(e) {
+		b.buf = terms(text, b.stems, b.buf[:0])
+		lens[f] = len(b.buf)
+		for _, t := range b.buf {
+			c := counts[t]
+			if c == nil {
+				c = new([nFields]uint8)
+				counts[t] = c
+			}
+			if c[f] < maxTF {
+				c[f]++
+			}
+		}
+	}
+	for f, n := range lens {
+		b.c.Lens = append(b.c.Lens, uint16(min(n, math.MaxUint16)))
+		b.sums[f] += float64(n)
+	}
+	for t, c := range counts {
+		p := doc << 32
+		for f := range nFields {
+			p |= uint64(c[f]) << (8 * f)
+		}
+		b.c.Postings[t] = append(b.c.Postings[t], p)
+	}
+	return nil
+}
+
+// fieldTexts is the text of each field of e.
+func (b *builder) fieldTexts(e *Entry) [nFields]string {
+	var out [nFields]string
+	if repo, _, err := splitReference(e.Reference); err == nil {
+		if _, path, ok := strings.Cut(repo, "/"); ok {
+			out[fieldName] = path // the host would match every program of it
+		}
+	}
+	var names, descs strings.Builder
+	for _, t := range e.Tools {
+		names.WriteString(t.Name)
+		names.WriteByte(' ')
+		descs.WriteString(t.Description)
+		descs.WriteByte('\n')
+	}
+	out[fieldTools] = names.String()
+	out[fieldUsage] = e.Usage
+	out[fieldDescription] = descs.String()
+	return out
+}
+
+func (b *builder) corpus() *corpus {
+	if n := b.c.len(); n > 0 {
+		for f := range nFields {
+			b.c.Avg[f] = b.sums[f] / float64(n)
+		}
+	}
+	return &b.c
+}
+
+// Hit is a program a search found.
+type Hit struct {
+	Entry
+	Score float64 `json:"score"`
+}
+
+// search ranks the programs of c against query with BM25F and returns the
+// best limit (all when limit <= 0), best first; equal scores by reference.
+func (c *corpus) search(query string, limit int) ([]Hit, error) {
+	qterms := terms(query, nil, nil)
+	seen := map[string]bool{}
+	scores := map[uint32]float64{}
+	n := float64(c.len())
+	for _, t := range qterms {
+		if seen[t] {
+			continue
+		}
+		seen[t] = true
+		postings := c.Postings[t]
+		if len(postings) == 0 {
+			continue
+		}
+		df := float64(len(postings))
+		idf := math.Log(1 + (n-df+0.5)/(df+0.5))
+		for _, p := range postings {
+			doc := uint32(p >> 32)
+			tf := 0.0
+			for f := range nFields {
+				count := float64(uint8(p >> (8 * f)))
+				if count == 0 {
+					continue
+				}
+				norm := 1.0
+				if c.Avg[f] > 0 {
+					norm = 1 - bm25B + bm25B*float64(c.Lens[int(doc)*nFields+f])/c.Avg[f]
+				}
+				tf += fieldWeights[f] * count / norm
+			}
+			scores[doc] += idf * tf / (bm25K1 + tf)
+		}
+	}
+	type scored struct {
+		doc   uint32
+		score float64
+	}
+	ranked := make([]scored, 0, len(scores))
+	for doc, s := range scores {
+		ranked = append(ranked, scored{doc: doc, score: s})
+	}
+	// Ties are broken by the line's bytes, which start with the reference:
+	// the same query gives the same order.
+	sort.Slice(ranked, func(i, j int) bool {
+		if ranked[i].score != ranked[j].score {
+			return ranked[i].score > ranked[j].score
+		}
+		return string(c.line(int(ranked[i].doc))) < string(c.line(int(ranked[j].doc)))
+	})
+	if limit > 0 && len(ranked) > limit {
+		ranked = ranked[:limit]
+	}
+	hits := make([]Hit, len(ranked))
+	for i, r := range ranked {
+		if err := json.Unmarshal(c.line(int(r.doc)), &hits[i].Entry); err != nil {
+			return nil, err // the snapshot is damaged: it was written as JSON
+		}
+		hits[i].Entry.normalize()
+		hits[i].Score = math.Round(r.score*1e4) / 1e4
+	}
+	return hits, nil
+}
