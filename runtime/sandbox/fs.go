@@ -1,0 +1,362 @@
+package sandbox
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	experimentalsys "github.com/tetratelabs/wazero/experimental/sys"
+	"github.com/tetratelabs/wazero/sys"
+)
+
+// FS is one granted directory as wazero's experimental sys.FS, for
+// wazero's sysfs.FSConfig WithSysFSMount. Every path it is given is resolved
+// by an os.Root opened on the directory, never joined onto the host path, so
+// that neither "..", nor a symbolic link (absolute, relative, chained, or
+// made by the program), nor a hard link the program makes, reaches outside
+// it. Without Dir.Write every operation that would change the directory
+// fails with EROFS.
+//
+// An FS is safe for concurrent use by any number of instances; the files it
+// opens belong to the instance that opened them.
+type FS struct {
+	experimentalsys.UnimplementedFS
+	root  *os.Root
+	guest string
+	write bool
+}
+
+var _ experimentalsys.FS = (*FS)(nil)
+
+// Mount opens d's host directory. It refuses, wrapping ErrGrant and naming
+// the path, a directory that is missing, a symbolic link (a grant whose
+// directory was swapped for a link after deploy), or not the directory the
+// path named when it was opened. The FS keeps a descriptor of the directory:
+// swapping it once mounted changes nothing the program sees.
+func Mount(d Dir) (*FS, error) {
+	if !filepath.IsAbs(d.Host) {
+		return nil, fmt.Errorf("%w: directory %s: the host path is not absolute", ErrGrant, d.Host)
+	}
+	root, err := os.OpenRoot(d.Host)
+	if err != nil {
+		return nil, fmt.Errorf("%w: directory %s: %w", ErrGrant, d.Host, pathErr(err))
+	}
+	refuse := func(why error) (*FS, error) {
+		root.Close()
+		return nil, fmt.Errorf("%w: directory %s: %w", ErrGrant, d.Host, why)
+	}
+	// OpenRoot follows a link; the path itself must not be one.
+	named, err := os.Lstat(d.Host)
+	if err != nil {
+		return refuse(pathErr(err))
+	}
+	if named.Mode()&fs.ModeSymlink != 0 {
+		return refuse(errors.New("is a symbolic link"))
+	}
+	opened, err := root.Stat(".")
+	if err != nil {
+		return refuse(pathErr(err))
+	}
+	if !os.SameFile(named, opened) {
+		return refuse(errors.New("was replaced while it was opened"))
+	}
+	return &FS{root: root, guest: d.Guest, write: d.Write}, nil
+}
+
+// pathErr drops the path an os error repeats.
+func pathErr(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
+}
+
+// Close closes the directory. Files already open stay usable until closed.
+func (f *FS) Close() error { return f.root.Close() }
+
+// String names the directory as the program sees it: wazero may print it in
+// errors a program sees, which must not show the host's paths.
+func (f *FS) String() string { return f.guest }
+
+// rel turns a path wazero hands over into one relative to the root: wazero
+// joins a path under a directory opened at the root as "/name".
+func rel(p string) string {
+	p = strings.TrimLeft(p, "/")
+	if p == "" {
+		return "."
+	}
+	return p
+}
+
+// errnoOf maps an error of os.Root or os.File to the Errno a program sees.
+func errnoOf(err error) experimentalsys.Errno {
+	if err == nil {
+		return 0
+	}
+	var se syscall.Errno
+	if errors.As(err, &se) {
+		return experimentalsys.UnwrapOSError(se)
+	}
+	switch {
+	case errors.Is(err, fs.ErrClosed):
+		return experimentalsys.EBADF
+	case errors.Is(err, fs.ErrNotExist):
+		return experimentalsys.ENOENT
+	case errors.Is(err, fs.ErrExist):
+		return experimentalsys.EEXIST
+	case errors.Is(err, fs.ErrPermission):
+		return experimentalsys.EPERM
+	case errors.Is(err, fs.ErrInvalid):
+		return experimentalsys.EINVAL
+	}
+	// What os.Root refuses by itself ("path escapes from parent": a ".." or
+	// a link that leaves the root) is a path outside the grant.
+	return experimentalsys.EPERM
+}
+
+// mutates reports whether opening with flag could change the directory.
+func mutates(flag experimentalsys.Oflag) bool {
+	return flag&(experimentalsys.O_RDWR|experimentalsys.O_WRONLY|experimentalsys.O_CREAT|
+		experimentalsys.O_TRUNC|experimentalsys.O_APPEND) != 0
+}
+
+func osFlag(flag experimentalsys.Oflag) int {
+	var o int
+	switch flag & (experimentalsys.O_RDONLY | experimentalsys.O_RDWR | experimentalsys.O_WRONLY) {
+	case experimentalsys.O_RDWR:
+		o = os.O_RDWR
+	case experimentalsys.O_WRONLY:
+		o = os.O_WRONLY
+	default:
+		o = os.O_RDONLY
+	}
+	for _, b := range []struct {
+		w  experimentalsys.Oflag
+		os int
+	}{
+		{experimentalsys.O_APPEND, os.O_APPEND},
+		{experimentalsys.O_CREAT, os.O_CREATE},
+		{experimentalsys.O_EXCL, os.O_EXCL},
+		{experimentalsys.O_SYNC | experimentalsys.O_DSYNC, os.O_SYNC},
+		{experimentalsys.O_TRUNC, os.O_TRUNC},
+		{experimentalsys.O_DIRECTORY, oDirectory},
+	} {
+		if flag&b.w != 0 {
+			o |= b.os
+		}
+	}
+	return o
+}
+
+// OpenFile implements sys.FS. A link is followed only within the root (by
+// os.Root); with O_NOFOLLOW a link is not opened at all (ELOOP).
+func (f *FS) OpenFile(p string, flag experimentalsys.Oflag, perm fs.FileMode) (experimentalsys.File, experimentalsys.Errno) {
+	name := rel(p)
+	if !f.write && mutates(flag) {
+		if flag&experimentalsys.O_DIRECTORY != 0 {
+			return nil, experimentalsys.EISDIR // as wazero's ReadFS
+		}
+		return nil, experimentalsys.EROFS
+	}
+	if flag&experimentalsys.O_NOFOLLOW != 0 && flag&(experimentalsys.O_CREAT|experimentalsys.O_EXCL) != experimentalsys.O_CREAT|experimentalsys.O_EXCL {
+		// os.Root follows a link in the last element whatever the flags
+		// say. A link put in its place between this check and the open is
+		// still followed only within the root.
+		if fi, err := f.root.Lstat(name); err == nil && fi.Mode()&fs.ModeSymlink != 0 {
+			if flag&experimentalsys.O_DIRECTORY != 0 {
+				return nil, experimentalsys.ENOTDIR
+			}
+			return nil, experimentalsys.ELOOP
+		}
+	}
+	osf, err := f.root.OpenFile(name, osFlag(flag), perm&fs.ModePerm)
+	if err != nil {
+		if errors.Is(err, fs.ErrClosed) {
+			// The grant is closed under a running program: its directory
+			// is gone (wazero's lazy preopen expects ENOENT, not EBADF).
+			return nil, experimentalsys.ENOENT
+		}
+		return nil, errnoOf(err)
+	}
+	return &file{fs: f, f: osf, name: name, flag: flag, append: flag&experimentalsys.O_APPEND != 0}, 0
+}
+
+// Lstat implements sys.FS.
+func (f *FS) Lstat(p string) (sys.Stat_t, experimentalsys.Errno) {
+	fi, err := f.root.Lstat(rel(p))
+	if err != nil {
+		return sys.Stat_t{}, errnoOf(err)
+	}
+	return sys.NewStat_t(fi), 0
+}
+
+// Stat implements sys.FS.
+func (f *FS) Stat(p string) (sys.Stat_t, experimentalsys.Errno) {
+	fi, err := f.root.Stat(rel(p))
+	if err != nil {
+		return sys.Stat_t{}, errnoOf(err)
+	}
+	return sys.NewStat_t(fi), 0
+}
+
+// Mkdir implements sys.FS.
+func (f *FS) Mkdir(p string, perm fs.FileMode) experimentalsys.Errno {
+	if !f.write {
+		return experimentalsys.EROFS
+	}
+	errno := errnoOf(f.root.Mkdir(rel(p), perm&fs.ModePerm))
+	if errno == experimentalsys.ENOTDIR {
+		errno = experimentalsys.ENOENT // as wazero's own
+	}
+	return errno
+}
+
+// Chmod implements sys.FS.
+func (f *FS) Chmod(p string, perm fs.FileMode) experimentalsys.Errno {
+	if !f.write {
+		return experimentalsys.EROFS
+	}
+	return errnoOf(f.root.Chmod(rel(p), perm))
+}
+
+// Rename implements sys.FS.
+func (f *FS) Rename(from, to string) experimentalsys.Errno {
+	if !f.write {
+		return experimentalsys.EROFS
+	}
+	from, to = rel(from), rel(to)
+	err := f.root.Rename(from, to)
+	if errnoOf(err) == experimentalsys.EEXIST {
+		// os.Root never replaces a directory; rename(2) replaces an empty
+		// one by a directory, and answers the rest itself.
+		return f.renameOverDir(from, to)
+	}
+	return errnoOf(err)
+}
+
+func (f *FS) renameOverDir(from, to string) experimentalsys.Errno {
+	src, err := f.root.Lstat(from)
+	if err != nil {
+		return errnoOf(err)
+	}
+	if !src.IsDir() {
+		return experimentalsys.EISDIR
+	}
+	dst, err := f.root.Open(to)
+	if err != nil {
+		return errnoOf(err)
+	}
+	names, err := dst.Readdirnames(1)
+	dst.Close()
+	if len(names) > 0 {
+		return experimentalsys.ENOTEMPTY
+	}
+	if err != nil && err != io.EOF {
+		return errnoOf(err)
+	}
+	if errno := f.Rmdir(to); errno != 0 {
+		return errno
+	}
+	return errnoOf(f.root.Rename(from, to))
+}
+
+// Rmdir implements sys.FS.
+func (f *FS) Rmdir(p string) experimentalsys.Errno {
+	if !f.write {
+		return experimentalsys.EROFS
+	}
+	name := rel(p)
+	// os.Root removes a file or a directory; rmdir(2) only the latter. A
+	// file put in its place meanwhile is removed, within the root.
+	fi, err := f.root.Lstat(name)
+	if err != nil {
+		return errnoOf(err)
+	}
+	if !fi.IsDir() {
+		return experimentalsys.ENOTDIR
+	}
+	return errnoOf(f.root.Remove(name))
+}
+
+// Unlink implements sys.FS.
+func (f *FS) Unlink(p string) experimentalsys.Errno {
+	if !f.write {
+		return experimentalsys.EROFS
+	}
+	name := rel(p)
+	fi, err := f.root.Lstat(name)
+	if err != nil {
+		return errnoOf(err)
+	}
+	if fi.IsDir() {
+		return experimentalsys.EISDIR
+	}
+	return errnoOf(f.root.Remove(name))
+}
+
+// Link implements sys.FS. Both paths resolve within the root, and a link
+// in oldPath is linked itself, not followed (linkat without
+// AT_SYMLINK_FOLLOW).
+func (f *FS) Link(oldPath, newPath string) experimentalsys.Errno {
+	if !f.write {
+		return experimentalsys.EROFS
+	}
+	return errnoOf(f.root.Link(rel(oldPath), rel(newPath)))
+}
+
+// Symlink implements sys.FS. A link whose target is absolute, or climbs
+// above the root from where it is made, is refused (EPERM): the root would
+// not follow it, but the host's own tools would.
+func (f *FS) Symlink(target, link string) experimentalsys.Errno {
+	if !f.write {
+		return experimentalsys.EROFS
+	}
+	link = rel(link)
+	if escapes(target, link) {
+		return experimentalsys.EPERM
+	}
+	return errnoOf(f.root.Symlink(filepath.FromSlash(target), link))
+}
+
+// escapes reports whether target, read from a link at link (relative to
+// the root), names something outside the root.
+func escapes(target, link string) bool {
+	if target == "" || path.IsAbs(target) || filepath.IsAbs(target) || strings.ContainsRune(target, '\\') {
+		return true
+	}
+	at := path.Join(path.Dir(link), target)
+	return at == ".." || strings.HasPrefix(at, "../")
+}
+
+// Readlink implements sys.FS.
+func (f *FS) Readlink(p string) (string, experimentalsys.Errno) {
+	target, err := f.root.Readlink(rel(p))
+	if err != nil {
+		return "", errnoOf(err)
+	}
+	return filepath.ToSlash(target), 0
+}
+
+// Utimens implements sys.FS.
+func (f *FS) Utimens(p string, atim, mtim int64) experimentalsys.Errno {
+	if !f.write {
+		return experimentalsys.EROFS
+	}
+	return errnoOf(f.root.Chtimes(rel(p), timeOf(atim), timeOf(mtim)))
+}
+
+// timeOf is a time for os.Root.Chtimes, whose zero time leaves it as is.
+func timeOf(nanos int64) time.Time {
+	if nanos == experimentalsys.UTIME_OMIT {
+		return time.Time{}
+	}
+	return time.Unix(0, nanos)
+}

@@ -1,0 +1,7 @@
+//go:build !unix
+
+package sandbox
+
+// oDirectory is O_DIRECTORY, which only Unix has: elsewhere wazero's
+// path_open checks the opened file is a directory.
+const oDirectory = 0
