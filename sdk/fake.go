@@ -5,6 +5,7 @@ package berm
 import (
 	"encoding/binary"
 	"errors"
+	"net/http"
 	"strconv"
 	"sync"
 	"time"
@@ -35,6 +36,11 @@ type FakeHost struct {
 	// error is its failure, unless it is a *RefusedError, which is the
 	// host's. Call refuses a target that is not here.
 	Callees map[string]func(args []byte) ([]byte, error)
+	// HTTP makes the requests of berm.http, redirects followed as a host
+	// does: a test server's Client().Transport, say. Its error is the
+	// host's refusal, with its text as the message. Nil refuses every
+	// request, as a deployment that grants no host does.
+	HTTP http.RoundTripper
 
 	// The outcome of the last Run: Result is what the tool last gave Result;
 	// Failed is set when it called Fail, and Failure is the last message.
@@ -113,6 +119,9 @@ func (h *FakeHost) syscall(number uint64, mem []byte) uint64 {
 		return h.set(string(f[0]), f[1])
 	case sysDelete:
 		delete(h.Store, string(mem))
+	case sysHTTP:
+		f := unframe(mem, 4)
+		return h.http(string(f[0]), string(f[1]), string(f[2]), f[3])
 	default:
 		panic("berm: syscall 0x" + strconv.FormatUint(number, 16) + ": nothing is registered for it")
 	}

@@ -1,0 +1,56 @@
+//go:build !wasip1
+
+package berm
+
+import (
+	"bytes"
+	"io"
+	"net/http"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// http serves berm.http for the FakeHost through h.HTTP.
+func (h *FakeHost) http(method, url, header string, body []byte) uint64 {
+	refuse := func(msg string) uint64 { return h.stage([]byte("berm.http: "+msg)) | errorBit | hostBit }
+	if h.HTTP == nil {
+		return refuse(method + " " + url + ": the host is not granted (FakeHost.HTTP is nil)")
+	}
+	req, err := http.NewRequest(method, url, bytes.NewReader(append([]byte{}, body...)))
+	if err != nil {
+		return refuse(err.Error())
+	}
+	for line := range strings.SplitSeq(header, "\n") {
+		line = strings.TrimSuffix(line, "\r")
+		if line == "" {
+			continue
+		}
+		name, value, ok := strings.Cut(line, ":")
+		if !ok {
+			return refuse("bad header line " + strconv.Quote(line))
+		}
+		req.Header.Add(name, strings.TrimSpace(value))
+	}
+	resp, err := (&http.Client{Transport: h.HTTP}).Do(req)
+	if err != nil {
+		return refuse(err.Error())
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return refuse(err.Error())
+	}
+	names := make([]string, 0, len(resp.Header))
+	for name := range resp.Header {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	var block strings.Builder
+	for _, name := range names {
+		for _, v := range resp.Header[name] {
+			block.WriteString(name + ": " + v + "\r\n")
+		}
+	}
+	return h.stage(frame([]byte(strconv.Itoa(resp.StatusCode)), []byte(block.String()), b))
+}
