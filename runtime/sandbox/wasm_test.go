@@ -121,7 +121,7 @@ var programs = []program{
 
 // An escape is one attempt to reach outside a grant.
 type escape struct {
-	op   string
+	op string
 	// args are paths relative to the grant, made guest paths for the
 	// programs that take those; "/..." is absolute, "HOST/..." under the
 	// test's directory on the host, "=..." given as is (a link's text, a
