@@ -5,6 +5,7 @@ package berm
 import (
 	"bytes"
 	"io"
+	"net"
 	"net/http"
 	"sort"
 	"strconv"
@@ -14,12 +15,16 @@ import (
 // http serves berm.http for the FakeHost through h.HTTP.
 func (h *FakeHost) http(method, url, header string, body []byte) uint64 {
 	refuse := func(msg string) uint64 { return h.stage([]byte("berm.http: "+msg)) | errorBit | hostBit }
-	if h.HTTP == nil {
-		return refuse(method + " " + url + ": the host is not granted (FakeHost.HTTP is nil)")
-	}
 	req, err := http.NewRequest(method, url, bytes.NewReader(append([]byte{}, body...)))
 	if err != nil {
 		return refuse(err.Error())
+	}
+	if h.HTTP == nil {
+		port := req.URL.Port()
+		if port == "" {
+			port = map[string]string{"http": "80", "https": "443"}[req.URL.Scheme]
+		}
+		return refuse(method + " " + net.JoinHostPort(req.URL.Hostname(), port) + ": the host is not granted (FakeHost.HTTP is nil)")
 	}
 	for line := range strings.SplitSeq(header, "\n") {
 		line = strings.TrimSuffix(line, "\r")
