@@ -13,6 +13,7 @@ import (
 	"github.com/berm-dev/berm/manifest"
 	"github.com/berm-dev/berm/registry"
 	"github.com/berm-dev/berm/runtime"
+	"github.com/berm-dev/berm/runtime/sandbox"
 	"github.com/berm-dev/berm/runtime/store"
 )
 
@@ -21,6 +22,8 @@ type deployOptions struct {
 	example   string
 	json      bool
 	plainHTTP bool
+	// grants are the flags'; berm.toml's [sandbox] adds to them.
+	grants *sandbox.Grants
 	remote
 }
 
@@ -49,11 +52,27 @@ berm.toml, in the current directory:
 
    name  = "example"               # the name it deploys under
    image = "ghcr.io/org/example"   # where berm push puts it (tag latest)
-   wasm  = "example.wasm"          # the built module (default NAME.wasm)`,
+   wasm  = "example.wasm"          # the built module (default NAME.wasm)
+
+   [sandbox]                       # its grants, as the flags below give them
+   allow_hosts = ["api.example.com"]
+   env         = ["TZ", "MODE=fast"]
+   args        = ["-v"]
+   initial_cwd = "/data"
+   [[sandbox.preopens]]
+   host_path  = "./data"           # relative to berm.toml
+   guest_path = "/data"
+   perms      = "read_only"        # or "read_write"
+
+Before the digest, deploy prints what the program says it will reach for (its
+declared syscalls and calls, its WASI imports) beside what this deployment
+grants, and warns about a grant it cannot use.
+
+` + grantsHelp,
 		Flags: append(append([]cli.Flag{
 			&cli.StringFlag{Name: "example", Usage: "deploy the embedded example `NAME` (under that name unless NAME is given)"},
 			&cli.BoolFlag{Name: "json", Usage: `print {"name", "digest", "tools", "source"}`},
-		}, registryFlags()...), serverFlags()...),
+		}, registryFlags()...), append(serverFlags(), grantFlags()...)...),
 		Action: func(ctx context.Context, cmd *cli.Command) error {
 			if cmd.IsSet("example") && cmd.String("example") == "" {
 				// Not the same as no --example, which deploys berm.toml.
@@ -66,6 +85,11 @@ berm.toml, in the current directory:
 				plainHTTP: cmd.Bool("plain-http"),
 				remote:    readServerFlags(cmd),
 			}
+			grants, err := readGrantFlags(cmd, opts.server != "")
+			if err != nil {
+				return err
+			}
+			opts.grants = grants
 			return runDeploy(ctx, e, opts, cmd.Args().Slice())
 		},
 	}
@@ -87,11 +111,15 @@ func runDeploy(ctx context.Context, e *env, opts deployOptions, args []string) e
 	if err != nil {
 		return err
 	}
+	if opts.json {
+		for _, w := range info.Warnings {
+			fmt.Fprintf(e.stderr, "berm: warning: %s\n", printable(w))
+		}
+		return writeJSON(e, info)
+	}
+	printReach(e.stderr, reachFor(info.Syscalls, info.Calls, info.Imports), info.Grants.Lines())
 	for _, w := range info.Warnings {
 		fmt.Fprintf(e.stderr, "berm: warning: %s\n", printable(w))
-	}
-	if opts.json {
-		return writeJSON(e, info)
 	}
 	fmt.Fprintln(e.stdout, info.Digest)
 	return nil
@@ -107,7 +135,7 @@ func deployExample(ctx context.Context, opts deployOptions, args []string) (serv
 	if err != nil {
 		return service.Info{}, err
 	}
-	return deployImage(ctx, opts, name, image, "example:"+opts.example)
+	return deployImage(ctx, opts, name, image, "example:"+opts.example, opts.grants)
 }
 
 // deployArg deploys NAME FILE|REF.
@@ -127,14 +155,14 @@ func deployArg(ctx context.Context, e *env, opts deployOptions, name, arg string
 		if err != nil {
 			return service.Info{}, err
 		}
-		return deployImage(ctx, opts, name, image, source)
+		return deployImage(ctx, opts, name, image, source, opts.grants)
 	}
 	client, err := opts.client()
 	if err != nil {
 		return service.Info{}, err
 	}
 	if client != nil {
-		return client.DeployRef(ctx, name, arg)
+		return client.DeployRef(ctx, name, arg, opts.grants)
 	}
 	st, err := openStore(opts.root)
 	if err != nil {
@@ -148,7 +176,7 @@ func deployArg(ctx context.Context, e *env, opts deployOptions, name, arg string
 	if err != nil {
 		return service.Info{}, err
 	}
-	return deployLocal(ctx, st, name, image, source)
+	return deployLocal(ctx, st, name, image, source, opts.grants)
 }
 
 // deployProject deploys what berm.toml describes: its wasm under its name,
@@ -169,8 +197,13 @@ func deployProject(ctx context.Context, e *env, opts deployOptions) (service.Inf
 	if err != nil {
 		return service.Info{}, err
 	}
+	grants, err := p.grants(opts.server != "")
+	if err != nil {
+		return service.Info{}, err
+	}
+	grants = merge(grants, opts.grants)
 	if opts.server == "" {
-		return deployImage(ctx, opts, p.Name, image, p.Wasm)
+		return deployImage(ctx, opts, p.Name, image, p.Wasm, grants)
 	}
 	// Through a server, the module goes to berm.toml's image first.
 	if err := p.need("image"); err != nil {
@@ -189,11 +222,11 @@ func deployProject(ctx context.Context, e *env, opts deployOptions) (service.Inf
 	if err != nil {
 		return service.Info{}, err
 	}
-	return client.DeployRef(ctx, p.Name, pinned(pushed))
+	return client.DeployRef(ctx, p.Name, pinned(pushed), grants)
 }
 
 // deployImage deploys image bytes here, or uploads them to --server.
-func deployImage(ctx context.Context, opts deployOptions, name string, image []byte, source string) (service.Info, error) {
+func deployImage(ctx context.Context, opts deployOptions, name string, image []byte, source string, grants *sandbox.Grants) (service.Info, error) {
 	if err := manifest.CheckProgramName(name); err != nil {
 		return service.Info{}, err
 	}
@@ -202,22 +235,22 @@ func deployImage(ctx context.Context, opts deployOptions, name string, image []b
 		return service.Info{}, err
 	}
 	if client != nil {
-		return client.Deploy(ctx, name, image, source)
+		return client.Deploy(ctx, name, image, source, grants)
 	}
 	st, err := openStore(opts.root)
 	if err != nil {
 		return service.Info{}, err
 	}
-	return deployLocal(ctx, st, name, image, source)
+	return deployLocal(ctx, st, name, image, source, grants)
 }
 
-func deployLocal(ctx context.Context, st *store.Store, name string, image []byte, source string) (service.Info, error) {
+func deployLocal(ctx context.Context, st *store.Store, name string, image []byte, source string, grants *sandbox.Grants) (service.Info, error) {
 	rt, err := newRuntime(ctx, st, runtimeConfig{depth: runtime.DefaultCallDepth})
 	if err != nil {
 		return service.Info{}, err
 	}
 	defer rt.Close(ctx)
-	return newService(rt, st).Deploy(ctx, name, image, source)
+	return newService(rt, st).Deploy(ctx, name, image, source, grants)
 }
 
 func writeJSON(e *env, v any) error {

@@ -84,6 +84,9 @@ func inspect(ctx context.Context, e *env, opts inspectOptions, arg string) (serv
 	if err != nil {
 		return service.Details{}, fmt.Errorf("%s: %w", arg, err)
 	}
+	if t.deployed != nil {
+		d.Grants = t.deployed.Grants
+	}
 	return d, nil
 }
 
@@ -118,6 +121,14 @@ func printInspect(e *env, out service.Details) error {
 	}
 	fmt.Fprintf(w, "syscalls:  %s\n", listOrNone(out.Syscalls))
 	fmt.Fprintf(w, "calls:     %s\n", listOrNone(out.Calls))
+	if out.Name != "" {
+		// Only a deployment has grants; an image alone is granted nothing.
+		if lines := out.Grants.Lines(); len(lines) == 0 {
+			fmt.Fprintf(w, "grants:    (none: no files, environment or network)\n")
+		} else {
+			fmt.Fprintf(w, "grants:\n%s\n", indent(strings.Join(lines, "\n"), "  "))
+		}
+	}
 	if out.Imports != nil {
 		fmt.Fprintf(w, "memory:    at least %d pages of 64 KiB\n", out.MemoryPages)
 	}

@@ -21,14 +21,16 @@ func newLsCommand(e *env) *cli.Command {
 	return &cli.Command{
 		Name:  "ls",
 		Usage: "list deployed programs",
-		Description: `Prints NAME, DIGEST (the first 12 hex digits of the image's sha256), TOOLS
-and SOURCE (the file, reference or example it was deployed from).
+		Description: `Prints NAME, DIGEST (the first 12 hex digits of the image's sha256), TOOLS,
+GRANTS (what the deployment lets it reach: ro:/dir, rw:/dir, env:NAME,
+net:host, args:N, cwd:/dir; - for nothing) and SOURCE (the file, reference or
+example it was deployed from). --json has every grant in full.
 
    berm ls
    berm ls --json | jq -r '.[].name'
    berm ls --server http://ci:7777`,
 		Flags: append([]cli.Flag{
-			&cli.BoolFlag{Name: "json", Usage: `print [{"name", "digest", "tools", "source"}]`},
+			&cli.BoolFlag{Name: "json", Usage: `print [{"name", "digest", "tools", "grants", "source", ...}]`},
 		}, serverFlags()...),
 		Action: func(ctx context.Context, cmd *cli.Command) error {
 			if cmd.Args().Len() > 0 {
@@ -54,9 +56,9 @@ func runLs(ctx context.Context, e *env, opts lsOptions) error {
 		return writeJSON(e, list)
 	}
 	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "NAME\tDIGEST\tTOOLS\tSOURCE")
+	fmt.Fprintln(tw, "NAME\tDIGEST\tTOOLS\tGRANTS\tSOURCE")
 	for _, p := range list {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", p.Name, shortDigest(p.Digest), strings.Join(p.Tools, ","), printable(p.Source))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", p.Name, shortDigest(p.Digest), strings.Join(p.Tools, ","), printable(p.Grants.Short()), printable(p.Source))
 	}
 	return tw.Flush()
 }

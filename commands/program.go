@@ -56,7 +56,10 @@ func newRuntime(ctx context.Context, st *store.Store, cfg runtimeConfig) (*runti
 			cfg.logger.ErrorContext(ctx, "host error", "program", program, "tool", tool, "error", err)
 		}
 	}
-	return runtime.New(ctx, cfg.depth, host.Syscalls(kv), opts)
+	// Every request a program makes through berm.http is logged, as the
+	// host's errors are.
+	syscalls := append(host.Syscalls(kv), host.HTTP(host.HTTPConfig{Logger: cfg.logger}))
+	return runtime.New(ctx, cfg.depth, syscalls, opts)
 }
 
 // errNoRoot: --root is empty, as it is by default without a home directory.
@@ -251,7 +254,7 @@ func deployCallees(ctx context.Context, rt *runtime.Runtime, st *store.Store, m 
 		if err != nil {
 			return err
 		}
-		p, err := rt.Deploy(ctx, program, image)
+		p, err := rt.Deploy(ctx, program, image, d.Grants)
 		if err != nil {
 			return fmt.Errorf("callee %s: %w", program, err)
 		}

@@ -12,6 +12,7 @@ import (
 	"github.com/pelletier/go-toml/v2"
 
 	"github.com/berm-dev/berm/manifest"
+	"github.com/berm-dev/berm/runtime/sandbox"
 )
 
 // projectFile is a program's project file, in the directory berm runs in.
@@ -32,6 +33,76 @@ type project struct {
 	Image string `toml:"image"`
 	// Wasm is the built module, relative to berm.toml; NAME.wasm by default.
 	Wasm string `toml:"wasm"`
+	// Sandbox is what a deploy grants the program, in the keys of a WASI
+	// sandbox: the flags of berm deploy add to it.
+	Sandbox *sandboxTable `toml:"sandbox"`
+}
+
+// sandboxTable is berm.toml's [sandbox].
+type sandboxTable struct {
+	Preopens []struct {
+		HostPath  string `toml:"host_path"`
+		GuestPath string `toml:"guest_path"`
+		Perms     string `toml:"perms"`
+	} `toml:"preopens"`
+	Env        []string `toml:"env"`
+	Args       []string `toml:"args"`
+	InitialCwd string   `toml:"initial_cwd"`
+	AllowHosts []string `toml:"allow_hosts"`
+}
+
+// grants reads [sandbox]; a relative host_path is relative to berm.toml,
+// and with a remote server refused, since it names the server's directories.
+func (p *project) grants(remote bool) (*sandbox.Grants, error) {
+	t := p.Sandbox
+	if t == nil {
+		return nil, nil
+	}
+	bad := func(err error) error { return fmt.Errorf("%s: [sandbox]: %w", p.path, err) }
+	g := &sandbox.Grants{Args: t.Args, Cwd: t.InitialCwd}
+	for _, o := range t.Preopens {
+		host := o.HostPath
+		if host == "" {
+			return nil, bad(errors.New("a preopen without host_path"))
+		}
+		if !filepath.IsAbs(host) {
+			if remote {
+				return nil, bad(fmt.Errorf("host_path %q: with --server, give the absolute path of the server's directory", host))
+			}
+			host = filepath.Join(filepath.Dir(p.path), host)
+		}
+		var write bool
+		switch o.Perms {
+		case "", "read_only":
+		case "read_write":
+			write = true
+		default:
+			return nil, bad(fmt.Errorf("perms %q: want \"read_only\" or \"read_write\"", o.Perms))
+		}
+		clean, err := sandbox.NewDir(host, o.GuestPath, write)
+		if err != nil {
+			return nil, bad(err)
+		}
+		g.Dirs = append(g.Dirs, clean)
+	}
+	for _, s := range t.Env {
+		e, err := sandbox.ParseEnv(s)
+		if err != nil {
+			return nil, bad(err)
+		}
+		g.Env = append(g.Env, e)
+	}
+	for _, s := range t.AllowHosts {
+		h, err := sandbox.ParseHost(s)
+		if err != nil {
+			return nil, bad(err)
+		}
+		g.Hosts = append(g.Hosts, h)
+	}
+	if g.IsZero() {
+		return nil, nil
+	}
+	return g, nil
 }
 
 // readProject reads berm.toml from dir.

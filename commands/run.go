@@ -11,12 +11,16 @@ import (
 	"github.com/urfave/cli/v3"
 
 	"github.com/berm-dev/berm/manifest"
+	"github.com/berm-dev/berm/runtime/sandbox"
 	"github.com/berm-dev/berm/runtime/store"
 )
 
 type runOptions struct {
 	root      string
 	plainHTTP bool
+	// grants are the flags', for a FILE or REF; a deployed NAME runs with
+	// its deployment's.
+	grants *sandbox.Grants
 	limitOptions
 }
 
@@ -36,12 +40,23 @@ its own that is thrown away after the call.
 
 The result goes to stdout (exit 0); the program's failure to stderr (exit 1);
 a host error (no such program or tool, arguments refused, trap, deadline) to
-stderr (exit 2). berm.log lines go to stderr as they come.
+stderr (exit 2). berm.log lines, and what a WASI program writes to stdout and
+stderr, go to stderr as they come.
+
+A deployed NAME runs with the grants of its deployment, exactly as berm serve
+runs it. A FILE or REF is granted nothing unless the grant flags say so:
+
+   berm run --allow-dir ./notes:/notes ./files.wasm read '{"path":"/notes/a.md"}'
 
 ` + exitCodesHelp,
-		Flags: append(limitFlags(), registryFlags()...),
+		Flags: append(append(limitFlags(), registryFlags()...), grantFlags()...),
 		Action: func(ctx context.Context, cmd *cli.Command) error {
 			opts := runOptions{root: cmd.String("root"), plainHTTP: cmd.Bool("plain-http"), limitOptions: readLimitFlags(cmd)}
+			grants, err := readGrantFlags(cmd, false)
+			if err != nil {
+				return err
+			}
+			opts.grants = grants
 			return runRun(ctx, e, opts, cmd.Args().Slice())
 		},
 	}
@@ -82,6 +97,14 @@ func runRun(ctx context.Context, e *env, opts runOptions, args []string) error {
 	if err != nil {
 		return err
 	}
+	grants := opts.grants
+	if t.deployed != nil {
+		if grants != nil {
+			return withHint(usagef("%s is deployed: it runs with its deployment's grants", t.name),
+				"deploy it again with the grants to change them, or run its file")
+		}
+		grants = t.deployed.Grants
+	}
 	onTerminal := isTerminal(e.stderr)
 	cfg := runtimeConfig{depth: opts.maxCallDepth, limits: limits, log: func(_ context.Context, program, tool string, line []byte) {
 		text := string(line)
@@ -107,7 +130,7 @@ func runRun(ctx context.Context, e *env, opts runOptions, args []string) error {
 		return err
 	}
 	defer rt.Close(ctx)
-	p, err := rt.Deploy(ctx, t.name, t.image)
+	p, err := rt.Deploy(ctx, t.name, t.image, grants)
 	if err != nil {
 		return fmt.Errorf("%s: %w", args[0], err)
 	}

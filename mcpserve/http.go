@@ -17,6 +17,7 @@ import (
 	"github.com/berm-dev/berm/internal/control"
 	"github.com/berm-dev/berm/manifest"
 	"github.com/berm-dev/berm/runtime"
+	"github.com/berm-dev/berm/runtime/sandbox"
 	"github.com/berm-dev/berm/runtime/store"
 )
 
@@ -239,6 +240,16 @@ func (s *Server) putProgram(w http.ResponseWriter, r *http.Request, maxImage int
 	if !ok {
 		return
 	}
+	var grants *sandbox.Grants
+	if g := r.URL.Query().Get(control.GrantsParam); g != "" {
+		grants = new(sandbox.Grants)
+		dec := json.NewDecoder(strings.NewReader(g))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(grants); err != nil {
+			writeError(w, http.StatusBadRequest, "grant", fmt.Errorf("%w: the %s parameter: %v", sandbox.ErrGrant, control.GrantsParam, err))
+			return
+		}
+	}
 	var err error
 	image, source := body, r.URL.Query().Get("source")
 	if mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type")); mt == "application/json" {
@@ -256,7 +267,7 @@ func (s *Server) putProgram(w http.ResponseWriter, r *http.Request, maxImage int
 			return
 		}
 	}
-	info, err := s.svc.Deploy(r.Context(), name, image, source)
+	info, err := s.svc.Deploy(r.Context(), name, image, source, grants)
 	if err != nil {
 		writeStoreError(w, err)
 		return
@@ -272,6 +283,8 @@ func writeStoreError(w http.ResponseWriter, err error) {
 		writeError(w, http.StatusBadRequest, "name", err)
 	case errors.Is(err, manifest.ErrInvalid):
 		writeError(w, http.StatusBadRequest, "invalid", err)
+	case errors.Is(err, sandbox.ErrGrant):
+		writeError(w, http.StatusBadRequest, "grant", err)
 	case errors.Is(err, runtime.ErrRefused), errors.Is(err, manifest.ErrServedName), errors.Is(err, ErrUnservable):
 		writeError(w, http.StatusBadRequest, "refused", err)
 	default:

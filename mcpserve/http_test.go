@@ -117,7 +117,7 @@ func TestHTTPBodyLimit(t *testing.T) {
 	id := openSession(t, nil, ts.URL)
 	refused(t, postMCP(t, nil, ts.URL, id, big), http.StatusRequestEntityTooLarge, "too_large")
 	client, _ := control.NewClient(ts.URL, "")
-	_, err := client.Deploy(context.Background(), "big", make([]byte, 4096), "")
+	_, err := client.Deploy(context.Background(), "big", make([]byte, 4096), "", nil)
 	if !errors.Is(err, runtime.ErrRefused) || !strings.Contains(err.Error(), "2048") {
 		t.Fatalf("an oversized image: %v", err)
 	}
@@ -133,7 +133,7 @@ func TestControlAPI(t *testing.T) {
 	}
 	image, _ := os.ReadFile("../testdata/echo.wasm")
 
-	info, err := client.Deploy(ctx, "echo", image, "echo.wasm")
+	info, err := client.Deploy(ctx, "echo", image, "echo.wasm", nil)
 	if err != nil || info.Digest != manifest.Digest(image) || len(info.Tools) != 1 || info.Source != "echo.wasm" {
 		t.Fatalf("Deploy = %+v, %v", info, err)
 	}
@@ -157,11 +157,11 @@ func TestControlAPI(t *testing.T) {
 		want  error
 		words string
 	}{
-		{"invalid image", func() error { _, err := client.Deploy(ctx, "x", broken, ""); return err }, manifest.ErrInvalid, "does not export its memory as"},
-		{"bad name", func() error { _, err := client.Deploy(ctx, "Bad_Name", image, ""); return err }, manifest.ErrProgramName, "Bad_Name"},
+		{"invalid image", func() error { _, err := client.Deploy(ctx, "x", broken, "", nil); return err }, manifest.ErrInvalid, "does not export its memory as"},
+		{"bad name", func() error { _, err := client.Deploy(ctx, "Bad_Name", image, "", nil); return err }, manifest.ErrProgramName, "Bad_Name"},
 		{"inspect absent", func() error { _, err := client.Inspect(ctx, "ghost"); return err }, store.ErrNotDeployed, "ghost"},
 		{"remove absent", func() error { return client.Remove(ctx, "ghost", false) }, store.ErrNotDeployed, "ghost"},
-		{"unservable", func() error { _, err := client.Deploy(ctx, "bad", unservableImage(t), ""); return err }, runtime.ErrRefused, "cannot be served"},
+		{"unservable", func() error { _, err := client.Deploy(ctx, "bad", unservableImage(t), "", nil); return err }, runtime.ErrRefused, "cannot be served"},
 		{"wrong token", func() error {
 			c, _ := control.NewClient(ts.URL, "nope")
 			_, err := c.List(ctx)

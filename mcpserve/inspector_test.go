@@ -280,8 +280,10 @@ func TestInspector(t *testing.T) {
 					} `json:"contents"`
 				}
 				run("--method", "resources/read", "--uri", "berm://echo/usage").decode(t, &res)
-				if len(res.Contents) != 1 || res.Contents[0].URI != "berm://echo/usage" || res.Contents[0].Text != echo.Usage {
-					t.Errorf("berm://echo/usage = %+v, want the manifest's usage %q", res.Contents, echo.Usage)
+				// The manifest's usage, then what the deployment grants: nothing.
+				want := echo.Usage + "\n\n## What this deployment grants\n\nNothing beyond its arguments and its own key-value data: no files, no environment variables, no network.\n"
+				if len(res.Contents) != 1 || res.Contents[0].URI != "berm://echo/usage" || res.Contents[0].Text != want {
+					t.Errorf("berm://echo/usage = %+v, want %q", res.Contents, want)
 				}
 			})
 		})

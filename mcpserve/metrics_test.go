@@ -232,7 +232,7 @@ func benchServer(b *testing.B, metrics bool) *mcp.ClientSession {
 	if err != nil {
 		b.Fatal(err)
 	}
-	if _, err := svc.Deploy(ctx, "echo", image, "echo.wasm"); err != nil {
+	if _, err := svc.Deploy(ctx, "echo", image, "echo.wasm", nil); err != nil {
 		b.Fatal(err)
 	}
 	srv = mcpserve.New(svc, nil)

@@ -88,8 +88,9 @@ type Server struct {
 	work    chan *job
 	workers sync.WaitGroup
 
-	mu    sync.Mutex          // guards tools
+	mu    sync.Mutex          // guards tools and hints
 	tools map[string][]string // program -> its served tool names
+	hints map[string]hints    // program -> the annotations its tools were served with
 
 	gate     sync.RWMutex // draining and calls.Add happen under it, so Drain's Wait is never raced
 	draining bool
@@ -131,6 +132,7 @@ func New(svc *service.Service, opts *Options) *Server {
 		log:   o.Logger,
 		work:  make(chan *job),
 		tools: map[string][]string{},
+		hints: map[string]hints{},
 
 		idPrefix: randomHex(4) + "-",
 	}
@@ -208,18 +210,30 @@ func (s *Server) apply(c service.Change) {
 		s.mu.Lock()
 		gone := s.tools[c.Removed]
 		delete(s.tools, c.Removed)
+		delete(s.hints, c.Removed)
 		s.mu.Unlock()
 		s.mcp.RemoveTools(gone...)
 		s.mcp.RemoveResources(usageURI(c.Removed))
+		s.refreshCallers(c.Removed)
 		s.observeApply(c.Removed)
 		return
 	}
-	p := c.Served
+	s.serveTools(c.Served)
+	s.refreshCallers(c.Served.Name)
+	s.observeApply("")
+}
+
+// serveTools serves p's tools, with the annotations its deployment and its
+// callees make, and its usage resource, replacing what p served before.
+func (s *Server) serveTools(p *service.Program) {
+	h := s.hintsOf(p)
 	keep := map[string]bool{}
 	var served []string
 	for _, t := range p.Manifest.Tools {
 		name := s.opts.Naming.Name(p.Name, t.Name)
-		if err := addTool(s.mcp, mcpTool(name, p.Manifest, t), s.handler(p.Name, t.Name)); err != nil {
+		tool := mcpTool(name, p.Manifest, t)
+		tool.Annotations = h.annotations()
+		if err := addTool(s.mcp, tool, s.handler(p.Name, t.Name)); err != nil {
 			s.log.Error("serve", "program", p.Name, "tool", name, "error", err)
 			continue
 		}
@@ -229,6 +243,7 @@ func (s *Server) apply(c service.Change) {
 	s.mu.Lock()
 	old := s.tools[p.Name]
 	s.tools[p.Name] = served
+	s.hints[p.Name] = h
 	s.mu.Unlock()
 	var gone []string
 	for _, t := range old {
@@ -243,7 +258,6 @@ func (s *Server) apply(c service.Change) {
 		Description: "When to reach for the tools of " + p.Name,
 		MIMEType:    "text/markdown",
 	}, s.readUsage)
-	s.observeApply("")
 }
 
 // programCount is the number of programs served, for /healthz and metrics:
@@ -345,7 +359,7 @@ func (s *Server) readUsage(_ context.Context, req *mcp.ReadResourceRequest) (*mc
 		return nil, mcp.ResourceNotFoundError(uri)
 	}
 	return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{
-		URI: uri, MIMEType: "text/markdown", Text: p.Manifest.Usage,
+		URI: uri, MIMEType: "text/markdown", Text: usageText(p),
 	}}}, nil
 }
 

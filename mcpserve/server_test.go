@@ -101,7 +101,7 @@ func (h *harness) deploy(t *testing.T, name, file string) {
 	}
 	defer other.Close(ctx)
 	svc := service.New(other, h.st, &service.Options{Check: mcpserve.Checker(mcpserve.Underscore)})
-	if _, err := svc.Deploy(ctx, name, image, file); err != nil {
+	if _, err := svc.Deploy(ctx, name, image, file, nil); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -344,7 +344,7 @@ func TestUnservableDeployment(t *testing.T) {
 	if err := mcpserve.Check("bad", m, mcpserve.Underscore); !errors.Is(err, mcpserve.ErrUnservable) {
 		t.Fatalf("Check = %v, want ErrUnservable", err)
 	}
-	if _, err := h.svc.Deploy(context.Background(), "bad", image, ""); !errors.Is(err, mcpserve.ErrUnservable) {
+	if _, err := h.svc.Deploy(context.Background(), "bad", image, "", nil); !errors.Is(err, mcpserve.ErrUnservable) {
 		t.Fatalf("Deploy = %v, want ErrUnservable", err)
 	}
 	digest, _ := h.st.PutImage(image)

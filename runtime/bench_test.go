@@ -100,7 +100,7 @@ func BenchmarkCallGo(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	if _, err := rt.Deploy(ctx, "hello", image); err != nil {
+	if _, err := rt.Deploy(ctx, "hello", image, nil); err != nil {
 		b.Fatal(err)
 	}
 	b.ReportAllocs()

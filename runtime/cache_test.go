@@ -95,7 +95,7 @@ func TestInvalidModuleWithCache(t *testing.T) {
 		0x0a, 0x04, 0x01, 0x02, 0x00, 0xff, // a body of one unknown opcode
 	}
 	bad = manifest.AppendSection(bad, []byte(`{"abi_version":0,"tools":[{"name":"t"}]}`))
-	_, err := rt.Deploy(context.Background(), "bad", bad)
+	_, err := rt.Deploy(context.Background(), "bad", bad, nil)
 	if !errors.Is(err, manifest.ErrInvalid) || errors.Is(err, runtime.ErrHost) {
 		t.Fatalf("a module with broken code: %v, want ErrInvalid", err)
 	}
@@ -133,7 +133,7 @@ func TestCacheIOErrorIsHost(t *testing.T) {
 				t.Fatal(err)
 			}
 			breakDir(t, versions[0])
-			_, err = rt.Deploy(context.Background(), "echo", fixture(t, "echo.wasm"))
+			_, err = rt.Deploy(context.Background(), "echo", fixture(t, "echo.wasm"), nil)
 			var pathErr *fs.PathError
 			if !errors.Is(err, runtime.ErrHost) || errors.Is(err, manifest.ErrInvalid) || !errors.As(err, &pathErr) {
 				t.Fatalf("deploy over a broken cache: %v, want ErrHost with its *fs.PathError, not ErrInvalid", err)
@@ -170,7 +170,7 @@ func BenchmarkCompile(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			if _, err := rt.Deploy(ctx, "hello", image); err != nil {
+			if _, err := rt.Deploy(ctx, "hello", image, nil); err != nil {
 				b.Fatal(err)
 			}
 			rt.Close(ctx)
@@ -179,7 +179,7 @@ func BenchmarkCompile(b *testing.B) {
 	b.Run("cached", func(b *testing.B) {
 		dir := b.TempDir()
 		warm, _ := runtime.New(ctx, runtime.DefaultCallDepth, nil, &runtime.Options{CacheDir: dir})
-		if _, err := warm.Deploy(ctx, "hello", image); err != nil {
+		if _, err := warm.Deploy(ctx, "hello", image, nil); err != nil {
 			b.Fatal(err)
 		}
 		warm.Close(ctx)
@@ -188,7 +188,7 @@ func BenchmarkCompile(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			if _, err := rt.Deploy(ctx, "hello", image); err != nil {
+			if _, err := rt.Deploy(ctx, "hello", image, nil); err != nil {
 				b.Fatal(err)
 			}
 			rt.Close(ctx)

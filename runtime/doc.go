@@ -11,7 +11,7 @@
 //
 //	rt, err := runtime.New(ctx, runtime.DefaultCallDepth, hostSyscalls, nil)
 //	defer rt.Close(ctx)
-//	_, err = rt.Deploy(ctx, "example", image)
+//	_, err = rt.Deploy(ctx, "example", image, nil)
 //	out, err := rt.Call(ctx, "example", "echo", []byte(`{"query":"hello"}`))
 //	switch {
 //	case err != nil: // the host's: no such tool, bad arguments, a trap, the deadline,

@@ -17,7 +17,7 @@ func Example() {
 	}
 	defer rt.Close(ctx)
 	image, _ := os.ReadFile("../testdata/core.wasm")
-	if _, err := rt.Deploy(ctx, "core", image); err != nil {
+	if _, err := rt.Deploy(ctx, "core", image, nil); err != nil {
 		panic(err)
 	}
 	for _, tool := range []string{"echo", "fail", "trap"} {
@@ -68,12 +68,12 @@ func ExampleRuntime_Deploy() {
 	rt, _ := runtime.New(ctx, runtime.DefaultCallDepth, nil, nil)
 	defer rt.Close(ctx)
 	image, _ := os.ReadFile("../testdata/echo.wasm")
-	p, err := rt.Deploy(ctx, "echo", image)
+	p, err := rt.Deploy(ctx, "echo", image, nil)
 	if err != nil {
 		panic(err)
 	}
 	fmt.Println(p.Name, p.Digest[:19], p.Manifest.ToolNames())
-	_, err = rt.Deploy(ctx, "Not_A_Name", image)
+	_, err = rt.Deploy(ctx, "Not_A_Name", image, nil)
 	fmt.Println(err)
 	// Output:
 	// echo sha256:30dc969ffa61 [echo]
@@ -85,7 +85,7 @@ func ExampleRuntime_Call() {
 	rt, _ := runtime.New(ctx, runtime.DefaultCallDepth, nil, nil)
 	defer rt.Close(ctx)
 	image, _ := os.ReadFile("../testdata/core.wasm")
-	rt.Deploy(ctx, "core", image)
+	rt.Deploy(ctx, "core", image, nil)
 	_, err := rt.Call(ctx, "core", "strict", []byte(`{"n":"three"}`))
 	fmt.Println(err)
 	fmt.Println(errors.Is(err, runtime.ErrArguments))
@@ -109,7 +109,7 @@ func ExampleOptions_hostError() {
 	})
 	defer rt.Close(ctx)
 	image, _ := os.ReadFile("testdata/hosterr.wasm")
-	rt.Deploy(ctx, "hosterr", image)
+	rt.Deploy(ctx, "hosterr", image, nil)
 	_, err := rt.Call(ctx, "hosterr", "oops", []byte(`{}`))
 	fmt.Println(err)
 	fmt.Println(errors.Is(err, runtime.ErrTrap), errors.Is(err, runtime.ErrHost))
@@ -129,7 +129,7 @@ func ExampleRuntime_Install() {
 	}
 	defer rt.Close(ctx)
 	image, _ := os.ReadFile("../testdata/echo.wasm")
-	p, err := rt.Prepare(ctx, "echo", image)
+	p, err := rt.Prepare(ctx, "echo", image, nil)
 	if err != nil {
 		panic(err)
 	}

@@ -38,7 +38,7 @@ func fixture(tb testing.TB, file string) []byte {
 
 func deploy(tb testing.TB, rt *runtime.Runtime, name, file string) *runtime.Program {
 	tb.Helper()
-	p, err := rt.Deploy(context.Background(), name, fixture(tb, file))
+	p, err := rt.Deploy(context.Background(), name, fixture(tb, file), nil)
 	if err != nil {
 		tb.Fatalf("deploy %s: %v", file, err)
 	}
@@ -52,7 +52,7 @@ func deployLocal(tb testing.TB, rt *runtime.Runtime, name, file string) *runtime
 	if err != nil {
 		tb.Fatal(err)
 	}
-	p, err := rt.Deploy(context.Background(), name, image)
+	p, err := rt.Deploy(context.Background(), name, image, nil)
 	if err != nil {
 		tb.Fatalf("deploy %s: %v", file, err)
 	}

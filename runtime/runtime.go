@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
+	"io"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -304,6 +305,12 @@ type Program struct {
 	table     map[uint64]handler
 	resolver  experimental.ImportResolver
 	linked    []api.Module // per-program import modules, closed with it
+	// config is every instance's configuration: the grants' arguments,
+	// mounts and environment (but what is read from the host per call).
+	config  wazero.ModuleConfig
+	mounts  []io.Closer // the granted directories, closed with it
+	hostEnv bool        // an environment variable is read at each call
+	wasi    bool        // it imports WASI: its stdout and stderr are logged
 
 	inflight  atomic.Int64
 	retired   atomic.Bool
@@ -311,10 +318,10 @@ type Program struct {
 }
 
 // Deploy checks an image, compiles it (from the cache when it is there) and
-// makes it callable under name, replacing what was there. A refused image
-// changes nothing.
-func (r *Runtime) Deploy(ctx context.Context, name string, image []byte) (*Program, error) {
-	p, err := r.Prepare(ctx, name, image)
+// makes it callable under name with grants (nil grants nothing), replacing
+// what was there. A refused image or grant changes nothing.
+func (r *Runtime) Deploy(ctx context.Context, name string, image []byte, grants *sandbox.Grants) (*Program, error) {
+	p, err := r.Prepare(ctx, name, image, grants)
 	if err != nil {
 		return nil, err
 	}
@@ -345,9 +352,10 @@ func (r *Runtime) Install(p *Program) error {
 }
 
 // Prepare does all of Deploy but making the program callable: it checks the
-// image against the ABI and this host, and compiles it (so that the compiled
-// code lands in the cache). Close the program when done with it.
-func (r *Runtime) Prepare(ctx context.Context, name string, image []byte) (*Program, error) {
+// image against the ABI and this host and the grants (opening the granted
+// directories), and compiles it (so that the compiled code lands in the
+// cache). Close the program when done with it.
+func (r *Runtime) Prepare(ctx context.Context, name string, image []byte, grants *sandbox.Grants) (*Program, error) {
 	if err := manifest.CheckProgramName(name); err != nil {
 		return nil, err
 	}
@@ -359,6 +367,9 @@ func (r *Runtime) Prepare(ctx context.Context, name string, image []byte) (*Prog
 		return nil, err
 	}
 	if err := r.Check(name, m); err != nil {
+		return nil, err
+	}
+	if err := grants.Check(); err != nil {
 		return nil, err
 	}
 	compiled, err := r.compile(ctx, image)
@@ -375,6 +386,10 @@ func (r *Runtime) Prepare(ctx context.Context, name string, image []byte) (*Prog
 		table:     r.table(m),
 	}
 	if err := r.link(ctx, p); err != nil {
+		p.close()
+		return nil, err
+	}
+	if err := r.sandbox(p, grants); err != nil {
 		p.close()
 		return nil, err
 	}
@@ -518,6 +533,9 @@ func (p *Program) close() {
 	for _, m := range p.linked {
 		m.Close(ctx)
 	}
+	for _, m := range p.mounts {
+		m.Close()
+	}
 	p.compiled.Close(ctx)
 }
 
@@ -609,7 +627,8 @@ func (r *Runtime) run(ctx context.Context, c *Call, t *manifest.Tool) (err error
 	if c.program.resolver != nil {
 		ctx = experimental.WithImportResolver(ctx, c.program.resolver)
 	}
-	mod, err := r.wz.InstantiateModule(ctx, c.program.compiled, r.modConfig)
+	mod, err := r.wz.InstantiateModule(ctx, c.program.compiled, c.program.instanceConfig(c, ctx))
+	defer c.flushOutput()
 	if err != nil {
 		return err
 	}

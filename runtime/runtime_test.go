@@ -171,12 +171,12 @@ func TestMemoryLimit(t *testing.T) {
 	check(t, out, err, want{result: "refused"})
 
 	// A module whose minimum is over the limit is refused at deploy.
-	_, err = rt.Deploy(ctx, "big", fixture(t, "broken/big_memory.wasm"))
+	_, err = rt.Deploy(ctx, "big", fixture(t, "broken/big_memory.wasm"), nil)
 	if err != nil {
 		t.Fatalf("3000 pages under a 512 MiB limit: %v", err)
 	}
 	small := newRuntime(t, nil)
-	_, err = small.Deploy(ctx, "big", fixture(t, "broken/big_memory.wasm"))
+	_, err = small.Deploy(ctx, "big", fixture(t, "broken/big_memory.wasm"), nil)
 	if !errors.Is(err, runtime.ErrRefused) || !strings.Contains(err.Error(), "3000 pages") {
 		t.Fatalf("3000 pages under the default limit: %v", err)
 	}
@@ -210,7 +210,7 @@ func TestTableLimits(t *testing.T) {
 		"broken/table_big_min.wasm": {"table 0", "minimum of 100000000 entries", limit},
 		"broken/table_big_max.wasm": {"table 0", "maximum of 4294967295 entries", limit},
 	} {
-		_, err := rt.Deploy(ctx, "p", fixture(t, file))
+		_, err := rt.Deploy(ctx, "p", fixture(t, file), nil)
 		check(t, runtime.Outcome{}, err, want{err: runtime.ErrRefused, words: words})
 	}
 
@@ -239,7 +239,7 @@ func TestTableLimits(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := rt.Deploy(ctx, "tables", withTables(t, tt.tables))
+			_, err := rt.Deploy(ctx, "tables", withTables(t, tt.tables), nil)
 			if tt.words != nil {
 				check(t, runtime.Outcome{}, err, want{err: runtime.ErrRefused, words: append(tt.words, limit)})
 				return
@@ -257,7 +257,7 @@ func TestTableLimits(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := rt.Deploy(ctx, "hello", image); err != nil {
+	if _, err := rt.Deploy(ctx, "hello", image, nil); err != nil {
 		t.Fatalf("hello: %v", err)
 	}
 }
@@ -411,7 +411,7 @@ func TestDeployRefusals(t *testing.T) {
 	deploy(t, rt, "p", "echo.wasm")
 	for _, tt := range tests {
 		t.Run(tt.file+" as "+tt.name, func(t *testing.T) {
-			_, err := rt.Deploy(ctx, tt.name, fixture(t, tt.file))
+			_, err := rt.Deploy(ctx, tt.name, fixture(t, tt.file), nil)
 			if !errors.Is(err, tt.want) {
 				t.Fatalf("err = %v, want %v", err, tt.want)
 			}

@@ -80,9 +80,11 @@ type Call struct {
 	staged       []byte
 	syscall      string // the host syscall running, for RefuseHost
 
-	logs    *logBudget // the top-level call's, shared by nested calls
-	ownLogs logBudget
-	mem     callMemory
+	logs *logBudget // the top-level call's, shared by nested calls
+	// stdout and stderr of a WASI program, into the log.
+	stdout, stderr *logWriter
+	ownLogs        logBudget
+	mem            callMemory
 }
 
 // Program is the deployed name of the program making the syscall.
@@ -150,6 +152,17 @@ func (b *logBudget) take(n int) bool {
 	return true
 }
 
+// logLine writes one line of the program's log (berm.log, or a WASI
+// program's stdout and stderr), cut to MaxLogLine, within the call's budget.
+func (c *Call) logLine(ctx context.Context, line []byte) {
+	if len(line) > MaxLogLine {
+		line = line[:MaxLogLine]
+	}
+	if c.rt.log != nil && c.logs.take(len(line)) {
+		c.rt.log(ctx, c.program.Name, c.tool, append([]byte(nil), line...))
+	}
+}
+
 // handler is a linked syscall: it reads its own input from memory.
 type handler struct {
 	name string
@@ -187,13 +200,7 @@ func coreHandlers() []handler {
 			return 0
 		}},
 		{name: SysLog, core: true, fn: func(ctx context.Context, c *Call, mem api.Memory, ptr, n uint32) uint64 {
-			line := read(mem, SysLog, ptr, n)
-			if len(line) > MaxLogLine {
-				line = line[:MaxLogLine]
-			}
-			if c.rt.log != nil && c.logs.take(len(line)) {
-				c.rt.log(ctx, c.program.Name, c.tool, append([]byte(nil), line...))
-			}
+			c.logLine(ctx, read(mem, SysLog, ptr, n))
 			return 0
 		}},
 		{name: SysCall, core: true, fn: func(ctx context.Context, c *Call, mem api.Memory, ptr, n uint32) uint64 {

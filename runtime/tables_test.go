@@ -28,7 +28,7 @@ func TestTableGrowBounded(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := rt.Deploy(ctx, "tablegrow", image); err != nil {
+	if _, err := rt.Deploy(ctx, "tablegrow", image, nil); err != nil {
 		t.Fatal(err)
 	}
 	var before, after goruntime.MemStats
@@ -103,7 +103,7 @@ func TestBoundTablesHello(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer rt.Close(ctx)
-	if _, err := rt.Deploy(ctx, "hello", original); err != nil {
+	if _, err := rt.Deploy(ctx, "hello", original, nil); err != nil {
 		t.Fatal(err)
 	}
 	out, err := rt.Call(ctx, "hello", "greet", []byte(`{"name":"x"}`))

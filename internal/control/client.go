@@ -20,6 +20,7 @@ import (
 	"github.com/berm-dev/berm/internal/service"
 	"github.com/berm-dev/berm/manifest"
 	"github.com/berm-dev/berm/runtime"
+	"github.com/berm-dev/berm/runtime/sandbox"
 	"github.com/berm-dev/berm/runtime/store"
 )
 
@@ -66,27 +67,52 @@ func NewClient(base, token string) (*Client, error) {
 	return &Client{base: u, token: token, http: http.DefaultClient}, nil
 }
 
-// Deploy uploads an image to be deployed under name.
-func (c *Client) Deploy(ctx context.Context, name string, image []byte, source string) (service.Info, error) {
+// Deploy uploads an image to be deployed under name with grants (nil
+// grants nothing; paths name the server's directories).
+func (c *Client) Deploy(ctx context.Context, name string, image []byte, source string, grants *sandbox.Grants) (service.Info, error) {
 	var info service.Info
-	q := url.Values{}
+	q, err := grantsQuery(grants)
+	if err != nil {
+		return info, err
+	}
 	if source != "" {
 		q.Set("source", source)
 	}
-	err := c.do(ctx, http.MethodPut, "/v1/programs/"+url.PathEscape(name), q, image, "application/wasm", &info)
+	err = c.do(ctx, http.MethodPut, "/v1/programs/"+url.PathEscape(name), q, image, "application/wasm", &info)
 	return info, err
 }
 
 // DeployRef asks the server to pull ref, with its own credentials, and
-// deploy it under name.
-func (c *Client) DeployRef(ctx context.Context, name, ref string) (service.Info, error) {
+// deploy it under name with grants.
+func (c *Client) DeployRef(ctx context.Context, name, ref string, grants *sandbox.Grants) (service.Info, error) {
 	var info service.Info
+	q, err := grantsQuery(grants)
+	if err != nil {
+		return info, err
+	}
 	body, err := json.Marshal(DeployRequest{Ref: ref})
 	if err != nil {
 		return info, err
 	}
-	err = c.do(ctx, http.MethodPut, "/v1/programs/"+url.PathEscape(name), nil, body, "application/json", &info)
+	err = c.do(ctx, http.MethodPut, "/v1/programs/"+url.PathEscape(name), q, body, "application/json", &info)
 	return info, err
+}
+
+// GrantsParam is the query parameter of a deploy that carries its grants,
+// as JSON, whether the body is an image or a DeployRequest.
+const GrantsParam = "grants"
+
+func grantsQuery(g *sandbox.Grants) (url.Values, error) {
+	q := url.Values{}
+	if g.IsZero() {
+		return q, nil
+	}
+	b, err := json.Marshal(g)
+	if err != nil {
+		return nil, err
+	}
+	q.Set(GrantsParam, string(b))
+	return q, nil
 }
 
 // List lists the server's deployments.
@@ -170,6 +196,7 @@ var kinds = map[string]error{
 	"pull":         ErrPull,
 	"too_large":    runtime.ErrRefused,
 	"unauthorized": ErrUnauthorized,
+	"grant":        sandbox.ErrGrant,
 }
 
 // remoteError is a server's message that already names its sentinel.

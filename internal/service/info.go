@@ -4,6 +4,7 @@ import (
 	"sort"
 
 	"github.com/berm-dev/berm/manifest"
+	"github.com/berm-dev/berm/runtime/sandbox"
 	"github.com/berm-dev/berm/runtime/store"
 )
 
@@ -14,12 +15,32 @@ type Info struct {
 	Digest string   `json:"digest"`
 	Tools  []string `json:"tools"`
 	Source string   `json:"source,omitempty"`
+	// Grants are what the deployment lets the program reach; absent for none.
+	Grants *sandbox.Grants `json:"grants,omitempty"`
+	// Syscalls, Calls and Imports are what the program says it will reach
+	// for: its declared host syscalls and berm.call targets, and its imports
+	// from modules other than berm (module.name).
+	Syscalls []string `json:"syscalls,omitempty"`
+	Calls    []string `json:"calls,omitempty"`
+	Imports  []string `json:"imports,omitempty"`
 	// Warnings are things a deploy let through but the user should know,
 	// such as a declared syscall this host does not have.
 	Warnings []string `json:"warnings,omitempty"`
 	// Error is set by a listing when the deployment cannot be read back: a
 	// damaged record or image. The other deployments are listed as usual.
 	Error string `json:"error,omitempty"`
+}
+
+// describe fills in what the manifest says.
+func (info *Info) describe(m *manifest.Manifest) {
+	info.Tools = m.ToolNames()
+	info.Syscalls = m.Syscalls
+	info.Calls = m.Calls
+	for _, imp := range m.Imports {
+		if imp.Module != "berm" {
+			info.Imports = append(info.Imports, imp.Module+"."+imp.Name)
+		}
+	}
 }
 
 // Details is what `berm inspect --json` and the control API say of one
@@ -29,6 +50,8 @@ type Details struct {
 	Digest string `json:"digest"`
 	Size   int    `json:"size"`
 	Source string `json:"source,omitempty"`
+	// Grants are what the deployment lets it reach (a deployed program's).
+	Grants *sandbox.Grants `json:"grants,omitempty"`
 	*manifest.Manifest
 }
 
@@ -51,13 +74,13 @@ func (s *Service) List() ([]Info, error) {
 	}
 	out := make([]Info, 0, len(deployments)+len(damaged))
 	for _, d := range deployments {
-		info := Info{Name: d.Name, Digest: d.Digest, Source: d.Source, Tools: []string{}}
+		info := Info{Name: d.Name, Digest: d.Digest, Source: d.Source, Grants: d.Grants, Tools: []string{}}
 		if image, err := s.st.Image(d.Digest); err != nil {
 			info.Error = err.Error()
 		} else if m, err := manifest.Read(image); err != nil {
 			info.Error = err.Error()
 		} else {
-			info.Tools = m.ToolNames()
+			info.describe(m)
 		}
 		out = append(out, info)
 	}
@@ -74,7 +97,9 @@ func (s *Service) Inspect(name string) (Details, error) {
 	if err != nil {
 		return Details{}, err
 	}
-	return Describe(d.Name, image, d.Source)
+	details, err := Describe(d.Name, image, d.Source)
+	details.Grants = d.Grants
+	return details, err
 }
 
 // Deployed returns the deployment under name and its image, checked.

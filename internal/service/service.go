@@ -13,6 +13,7 @@ package service
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -21,6 +22,7 @@ import (
 
 	"github.com/berm-dev/berm/manifest"
 	"github.com/berm-dev/berm/runtime"
+	"github.com/berm-dev/berm/runtime/sandbox"
 	"github.com/berm-dev/berm/runtime/store"
 )
 
@@ -57,8 +59,30 @@ type Program struct {
 	Digest   string
 	Source   string
 	Manifest *manifest.Manifest
+	// Grants are what its deployment lets it reach.
+	Grants sandbox.Grants
 
 	ready chan struct{} // closed once installed in the runtime, or given up
+}
+
+// version tells deployments of one name apart: a redeploy of the same image
+// with other grants is a change to serve.
+func (p *Program) version() string { return version(p.Digest, &p.Grants) }
+
+func version(digest string, g *sandbox.Grants) string {
+	if g.IsZero() {
+		return digest
+	}
+	b, _ := json.Marshal(g)
+	return digest + " " + string(b)
+}
+
+// recorded is the grants as a record holds them: nil for none.
+func recorded(g *sandbox.Grants) *sandbox.Grants {
+	if g.IsZero() {
+		return nil
+	}
+	return g
 }
 
 // Change is what one commit changed in the served programs: a program served
@@ -121,16 +145,17 @@ func New(rt *runtime.Runtime, st *store.Store, opts *Options) *Service {
 // Runtime is the runtime the service serves through, or nil.
 func (s *Service) Runtime() *runtime.Runtime { return s.rt }
 
-// Deploy checks an image against the ABI, this host and the front ends,
-// compiles it (so that the first call finds it in the cache), stores it and
-// records name -> digest with its source, replacing what name had. A refused
-// image changes nothing. On a started service the program is served before
-// Deploy returns.
-func (s *Service) Deploy(ctx context.Context, name string, image []byte, source string) (Info, error) {
+// Deploy checks an image against the ABI, this host and the front ends, and
+// the grants against this machine, compiles it (so that the first call finds
+// it in the cache), stores it and records name -> digest with its source and
+// grants, replacing what name had (its grants too: nil grants nothing). A
+// refused image or grant changes nothing. On a started service the program
+// is served before Deploy returns.
+func (s *Service) Deploy(ctx context.Context, name string, image []byte, source string, grants *sandbox.Grants) (Info, error) {
 	if s.rt == nil {
 		return Info{}, fmt.Errorf("deploy %s: %w", name, ErrNoRuntime)
 	}
-	prepared, err := s.rt.Prepare(ctx, name, image)
+	prepared, err := s.rt.Prepare(ctx, name, image, grants)
 	if err != nil {
 		return Info{}, fmt.Errorf("deploy %s: %w", name, err)
 	}
@@ -147,18 +172,27 @@ func (s *Service) Deploy(ctx context.Context, name string, image []byte, source 
 	if err != nil {
 		return Info{}, fmt.Errorf("deploy %s: %w", name, err)
 	}
-	if err := s.st.Deploy(store.Deployment{Name: name, Digest: digest, Source: source}); err != nil {
+	var before *sandbox.Grants
+	if d, err := s.st.Deployment(name); err == nil {
+		before = d.Grants
+	}
+	if err := s.st.Deploy(store.Deployment{Name: name, Digest: digest, Source: source, Grants: recorded(&prepared.Grants)}); err != nil {
 		return Info{}, err
 	}
-	info := Info{Name: name, Digest: digest, Tools: prepared.Manifest.ToolNames(), Source: source}
+	info := Info{Name: name, Digest: digest, Source: source, Grants: recorded(&prepared.Grants)}
+	info.describe(prepared.Manifest)
 	for _, sc := range s.rt.UnknownSyscalls(prepared.Manifest) {
 		info.Warnings = append(info.Warnings, fmt.Sprintf("%s declares syscall %s, which this host does not have: calls to it will trap", name, sc))
+	}
+	info.Warnings = append(info.Warnings, grantWarnings(name, prepared.Manifest, &prepared.Grants)...)
+	if !before.IsZero() && prepared.Grants.IsZero() {
+		info.Warnings = append(info.Warnings, fmt.Sprintf("%s had grants (%s) and this deployment grants nothing: they are dropped", name, before.Short()))
 	}
 	s.mu.Lock()
 	started := s.started
 	var p *Program
 	if started {
-		p = &Program{Name: name, Digest: digest, Source: source, Manifest: prepared.Manifest, ready: make(chan struct{})}
+		p = &Program{Name: name, Digest: digest, Source: source, Manifest: prepared.Manifest, Grants: prepared.Grants, ready: make(chan struct{})}
 		s.want[name] = p
 		delete(s.failed, name)
 	}
@@ -302,7 +336,7 @@ func (s *Service) syncPass(first bool) (<-chan struct{}, error) {
 		s.mu.RLock()
 		w, refused := s.want[d.Name], s.failed[d.Name]
 		s.mu.RUnlock()
-		if (w != nil && w.Digest == d.Digest) || refused == d.Digest {
+		if (w != nil && w.version() == version(d.Digest, d.Grants)) || refused == version(d.Digest, d.Grants) {
 			continue
 		}
 		p, image, err := s.read(d)
@@ -311,7 +345,7 @@ func (s *Service) syncPass(first bool) (<-chan struct{}, error) {
 			// takes the server down.
 			s.log.Error("load", "program", d.Name, "digest", d.Digest, "error", err)
 			s.mu.Lock()
-			s.failed[d.Name] = d.Digest
+			s.failed[d.Name] = version(d.Digest, d.Grants)
 			s.mu.Unlock()
 			continue
 		}
@@ -356,7 +390,7 @@ func (s *Service) syncPass(first bool) (<-chan struct{}, error) {
 				s.commit(j.p, nil, s.work.Err())
 				continue
 			}
-			prepared, err := s.rt.Prepare(s.work, j.p.Name, j.image)
+			prepared, err := s.rt.Prepare(s.work, j.p.Name, j.image, &j.p.Grants)
 			s.commit(j.p, prepared, err)
 		}
 	}()
@@ -380,7 +414,11 @@ func (s *Service) read(d store.Deployment) (*Program, []byte, error) {
 	if err := s.check(d.Name, m); err != nil {
 		return nil, nil, err
 	}
-	return &Program{Name: d.Name, Digest: d.Digest, Source: d.Source, Manifest: m, ready: make(chan struct{})}, image, nil
+	p := &Program{Name: d.Name, Digest: d.Digest, Source: d.Source, Manifest: m, ready: make(chan struct{})}
+	if d.Grants != nil {
+		p.Grants = *d.Grants
+	}
+	return p, image, nil
 }
 
 func (s *Service) reportDamaged(damaged []store.Damaged) {
@@ -431,7 +469,7 @@ func (s *Service) commit(p *Program, prepared *runtime.Program, err error) {
 		err = s.rt.Install(prepared)
 	}
 	if err != nil {
-		s.failed[p.Name] = p.Digest
+		s.failed[p.Name] = p.version()
 		listed := s.served[p.Name] == p
 		if old := s.served[p.Name]; old != nil && !listed {
 			s.want[p.Name] = old

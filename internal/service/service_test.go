@@ -53,7 +53,7 @@ func newRuntime(t *testing.T, st *store.Store) *runtime.Runtime {
 // service over the same root.
 func (e env) deployElsewhere(t *testing.T, name string, image []byte) string {
 	t.Helper()
-	info, err := service.New(newRuntime(t, e.st), e.st, nil).Deploy(context.Background(), name, image, "")
+	info, err := service.New(newRuntime(t, e.st), e.st, nil).Deploy(context.Background(), name, image, "", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -180,7 +180,7 @@ func TestDeployServes(t *testing.T) {
 	svc := service.New(e.rt, e.st, &service.Options{PollInterval: time.Hour})
 	var rec recorder
 	start(t, svc, rec.add)
-	info, err := svc.Deploy(context.Background(), "echo", fixture(t, "testdata/echo.wasm"), "echo.wasm")
+	info, err := svc.Deploy(context.Background(), "echo", fixture(t, "testdata/echo.wasm"), "echo.wasm", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -190,7 +190,7 @@ func TestDeployServes(t *testing.T) {
 	if _, err := e.rt.Call(context.Background(), "echo", "echo", []byte(`{}`)); err != nil {
 		t.Fatal(err)
 	}
-	_, err = svc.Deploy(context.Background(), "echo", fixture(t, "testdata/broken/no_memory.wasm"), "")
+	_, err = svc.Deploy(context.Background(), "echo", fixture(t, "testdata/broken/no_memory.wasm"), "", nil)
 	if !errors.Is(err, manifest.ErrInvalid) {
 		t.Fatalf("deploy of a broken image = %v, want ErrInvalid", err)
 	}
@@ -221,7 +221,7 @@ func TestRefusesBadNames(t *testing.T) {
 		if err := svc.Remove(context.Background(), name, false); !errors.Is(err, manifest.ErrProgramName) {
 			t.Errorf("Remove(%q) = %v, want ErrProgramName", name, err)
 		}
-		if _, err := svc.Deploy(context.Background(), name, fixture(t, "testdata/echo.wasm"), ""); !errors.Is(err, manifest.ErrProgramName) {
+		if _, err := svc.Deploy(context.Background(), name, fixture(t, "testdata/echo.wasm"), "", nil); !errors.Is(err, manifest.ErrProgramName) {
 			t.Errorf("Deploy(%q) = %v, want ErrProgramName", name, err)
 		}
 	}

@@ -45,7 +45,7 @@ func deployKV(t *testing.T, kv host.KV, log *slog.Logger) *runtime.Runtime {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := rt.Deploy(ctx, "kv", image); err != nil {
+	if _, err := rt.Deploy(ctx, "kv", image, nil); err != nil {
 		t.Fatal(err)
 	}
 	return rt

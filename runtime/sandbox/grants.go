@@ -90,11 +90,18 @@ func ParseDir(s string) (Dir, error) {
 	if len(parts) > 2 {
 		return Dir{}, fmt.Errorf("%w: directory %q: want HOST[:GUEST][:ro|:rw]", ErrGrant, s)
 	}
-	d := Dir{Host: parts[0], Write: write}
+	guest := ""
 	if len(parts) == 2 {
-		d.Guest = parts[1]
+		guest = parts[1]
 	}
-	return d.clean()
+	return NewDir(parts[0], guest, write)
+}
+
+// NewDir is the grant of the host directory host at guest (host's own path
+// when empty), read-write when write. A relative host is taken from the
+// working directory.
+func NewDir(host, guest string, write bool) (Dir, error) {
+	return Dir{Host: host, Guest: guest, Write: write}.clean()
 }
 
 // clean makes Host absolute and clean, defaults Guest and checks it.

@@ -47,6 +47,7 @@ import (
 	"time"
 
 	"github.com/berm-dev/berm/manifest"
+	"github.com/berm-dev/berm/runtime/sandbox"
 )
 
 var (
@@ -182,6 +183,8 @@ type Deployment struct {
 	// Source is where the image came from: a file path or an OCI reference.
 	Source   string    `json:"source,omitempty"`
 	Deployed time.Time `json:"deployed"`
+	// Grants are what the deployment lets the program reach.
+	Grants *sandbox.Grants `json:"grants,omitempty"`
 }
 
 // Damaged is a deployment record that Deployments could not read: Name is
