@@ -41,12 +41,7 @@ func TestImage(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := rt.Prepare(ctx, "fetch", image)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p.Grants = sandbox.Grants{Hosts: []string{srv.Listener.Addr().String()}}
-	if err := rt.Install(p); err != nil {
+	if _, err := rt.Deploy(ctx, "fetch", image, &sandbox.Grants{Hosts: []string{srv.Listener.Addr().String()}}); err != nil {
 		t.Fatal(err)
 	}
 

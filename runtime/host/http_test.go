@@ -55,12 +55,7 @@ func deployHTTP(t testing.TB, cfg host.HTTPConfig, limits runtime.Limits, grants
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := rt.Prepare(ctx, "web", image)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p.Grants = grants
-	if err := rt.Install(p); err != nil {
+	if _, err := rt.Deploy(ctx, "web", image, &grants); err != nil {
 		t.Fatal(err)
 	}
 	return rt
@@ -415,12 +410,7 @@ func TestHTTPGrantsPerProgram(t *testing.T) {
 		"web":   {"svc.test:" + port, grantOf(srv)},
 		"other": {"svc.test:" + port},
 	} {
-		p, err := rt.Prepare(ctx, name, image)
-		if err != nil {
-			t.Fatal(err)
-		}
-		p.Grants = sandbox.Grants{Hosts: hosts}
-		if err := rt.Install(p); err != nil {
+		if _, err := rt.Deploy(ctx, name, image, &sandbox.Grants{Hosts: hosts}); err != nil {
 			t.Fatal(err)
 		}
 	}
