@@ -271,8 +271,9 @@ func (f *file) Write(buf []byte) (int, experimentalsys.Errno) {
 	return n, 0
 }
 
-// Pwrite implements sys.File. On a file in append mode it appends, as
-// Linux's pwrite(2) does (os refuses WriteAt there).
+// Pwrite implements sys.File. On a file in append mode it appends and
+// leaves the offset as it was, as Linux's pwrite(2) does (os refuses
+// WriteAt there).
 func (f *file) Pwrite(buf []byte, off int64) (int, experimentalsys.Errno) {
 	if !f.fs.write {
 		return 0, f.fileErr(experimentalsys.EBADF)
@@ -283,12 +284,21 @@ func (f *file) Pwrite(buf []byte, off int64) (int, experimentalsys.Errno) {
 	if len(buf) == 0 {
 		return 0, 0
 	}
-	var n int
-	var err error
-	if f.flag&experimentalsys.O_APPEND != 0 {
-		n, err = f.f.Write(buf)
-	} else {
-		n, err = f.f.WriteAt(buf, off)
+	if f.flag&experimentalsys.O_APPEND == 0 {
+		n, err := f.f.WriteAt(buf, off)
+		if err != nil {
+			return n, f.fileErr(errnoOf(err))
+		}
+		return n, 0
+	}
+	// pwrite(2) leaves the offset where it was.
+	pos, err := f.f.Seek(0, io.SeekCurrent)
+	if err != nil {
+		return 0, f.fileErr(errnoOf(err))
+	}
+	n, err := f.f.Write(buf)
+	if _, err2 := f.f.Seek(pos, io.SeekStart); err == nil {
+		err = err2
 	}
 	if err != nil {
 		return n, f.fileErr(errnoOf(err))

@@ -3,6 +3,7 @@ package sandbox
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
 	"errors"
 	"os"
 	"path/filepath"
@@ -10,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/experimental/sysfs"
@@ -27,7 +29,7 @@ type wasmEnv struct {
 
 var env = sync.OnceValue(func() *wasmEnv {
 	ctx := context.Background()
-	rt := wazero.NewRuntime(ctx)
+	rt := wazero.NewRuntimeWithConfig(ctx, wazero.NewRuntimeConfig().WithCloseOnContextDone(true))
 	wasi_snapshot_preview1.MustInstantiate(ctx, rt)
 	return &wasmEnv{rt: rt, compiled: map[string]wazero.CompiledModule{}}
 })
@@ -67,6 +69,7 @@ type mountPoint struct {
 type result struct {
 	exit           uint32
 	stdout, stderr string
+	trap           error // it trapped, or failed otherwise than by exiting
 }
 
 // runWASI runs a WASI command with mounts, args (after the program's name)
@@ -81,22 +84,35 @@ func runWASI(t testing.TB, c wazero.CompiledModule, mounts []mountPoint, args []
 	cfg := wazero.NewModuleConfig().WithName("").
 		WithArgs(append([]string{"prog"}, args...)...).
 		WithStdout(&stdout).WithStderr(&stderr).
-		WithFSConfig(fsc)
+		WithFSConfig(fsc).
+		WithSysWalltime().WithSysNanotime().WithSysNanosleep().WithRandSource(rand.Reader)
 	for k, v := range environ {
 		cfg = cfg.WithEnv(k, v)
 	}
 	var r result
-	mod, err := env().rt.InstantiateModule(context.Background(), c, cfg)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	mod, err := env().rt.InstantiateModule(ctx, c, cfg)
 	var exit *sys.ExitError
 	switch {
 	case errors.As(err, &exit):
 		r.exit = exit.ExitCode()
 	case err != nil:
-		t.Fatalf("%v: %v", args, err)
+		r.trap = err
 	default:
 		mod.Close(context.Background())
 	}
 	r.stdout, r.stderr = stdout.String(), stderr.String()
+	return r
+}
+
+// runProgram is runWASI for the test programs, which never trap.
+func runProgram(t testing.TB, c wazero.CompiledModule, mounts []mountPoint, args []string) result {
+	t.Helper()
+	r := runWASI(t, c, mounts, args, nil)
+	if r.trap != nil {
+		t.Fatalf("%v: %v", args, r.trap)
+	}
 	return r
 }
 
@@ -272,7 +288,7 @@ func TestWasmEscapes(t *testing.T) {
 					for _, a := range e.args {
 						args = append(args, guestArg(p, tmp, guest, a))
 					}
-					r := runWASI(t, c, []mountPoint{{f, guest}}, args, nil)
+					r := runProgram(t, c, []mountPoint{{f, guest}}, args)
 					what := strings.Join(append([]string{e.op}, e.args...), " ")
 					if e.write {
 						what += " (read-write)"
@@ -317,7 +333,7 @@ func TestWasmWithin(t *testing.T) {
 				for i := 1; i < len(args); i++ {
 					args[i] = guestArg(p, tmp, "/data", args[i])
 				}
-				return runWASI(t, c, []mountPoint{{f, "/data"}}, args, nil)
+				return runProgram(t, c, []mountPoint{{f, "/data"}}, args)
 			}
 			for _, name := range []string{"file.txt", "inlink", "sub/inup", "sub/../file.txt"} {
 				if r := run(ro, "read", name); r.exit != 0 || r.stdout != "hello" {
@@ -370,10 +386,10 @@ func TestWasmSwapped(t *testing.T) {
 			if read == "" {
 				read = "read"
 			}
-			if r := runWASI(t, c, []mountPoint{{f, "/data"}}, []string{read, arg("file.txt")}, nil); r.exit != 0 || r.stdout != "hello" {
+			if r := runProgram(t, c, []mountPoint{{f, "/data"}}, []string{read, arg("file.txt")}); r.exit != 0 || r.stdout != "hello" {
 				t.Errorf("read file.txt after the swap: %+v", r)
 			}
-			if r := runWASI(t, c, []mountPoint{{f, "/data"}}, []string{read, arg("secret.txt")}, nil); r.exit == 0 {
+			if r := runProgram(t, c, []mountPoint{{f, "/data"}}, []string{read, arg("secret.txt")}); r.exit == 0 {
 				t.Errorf("read secret.txt after the swap: %+v", r)
 			}
 			if _, err := Mount(Dir{Host: grant, Guest: "/data"}); !errors.Is(err, ErrGrant) {
