@@ -342,15 +342,43 @@ func (h *httpHost) do(ctx context.Context, c *runtime.Call, ex *exchange, in [][
 	}
 	defer resp.Body.Close()
 	ex.host, ex.status = resp.Request.URL.Host, resp.StatusCode
-	b, err := io.ReadAll(io.LimitReader(resp.Body, int64(h.cfg.MaxResponse)+1))
-	ex.in = len(b)
+	// The body is read straight into the frame, after its length: one copy
+	// fewer than reading it, then framing it.
+	out := frame([]byte(strconv.Itoa(resp.StatusCode)), headerBlock(resp.Header), nil)
+	head := len(out)
+	if n := resp.ContentLength; n > 0 && n <= int64(h.cfg.MaxResponse) {
+		out = slices.Grow(out, int(n)+1) // +1: the read that finds the end
+	}
+	out, err = readAtMost(resp.Body, out, h.cfg.MaxResponse)
+	ex.in = len(out) - head
 	if err != nil {
 		return nil, h.explain(ctx, reqCtx, ex.host, err)
 	}
-	if len(b) > h.cfg.MaxResponse {
+	if ex.in > h.cfg.MaxResponse {
 		return nil, &refusal{ex.host, fmt.Sprintf("the response's body is over the limit of %d bytes (status %d)", h.cfg.MaxResponse, resp.StatusCode)}
 	}
-	return frame([]byte(strconv.Itoa(resp.StatusCode)), headerBlock(resp.Header), b), nil
+	binary.LittleEndian.PutUint32(out[head-4:], uint32(ex.in))
+	return out, nil
+}
+
+// readAtMost appends r's bytes to b until EOF, or until more than limit
+// were read.
+func readAtMost(r io.Reader, b []byte, limit int) ([]byte, error) {
+	start := len(b)
+	for len(b)-start <= limit {
+		if len(b) == cap(b) {
+			b = slices.Grow(b, min(max(512, len(b)-start), limit+1-(len(b)-start)))
+		}
+		n, err := r.Read(b[len(b):min(cap(b), start+limit+1)])
+		b = b[:len(b)+n]
+		if err == io.EOF {
+			return b, nil
+		}
+		if err != nil {
+			return b, err
+		}
+	}
+	return b, nil
 }
 
 // explain turns a failed request into a refusal the program can act on.
