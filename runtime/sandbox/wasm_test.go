@@ -20,42 +20,41 @@ import (
 )
 
 // wasmEnv is one wazero runtime with WASI, shared by the tests of a run:
-// compiling the Go program takes most of a second.
+// compiling the Go program takes seconds.
 type wasmEnv struct {
 	rt       wazero.Runtime
 	mu       sync.Mutex
-	compiled map[string]wazero.CompiledModule
+	compiled map[string]func() (wazero.CompiledModule, error)
 }
 
 var env = sync.OnceValue(func() *wasmEnv {
 	ctx := context.Background()
 	rt := wazero.NewRuntimeWithConfig(ctx, wazero.NewRuntimeConfig().WithCloseOnContextDone(true))
 	wasi_snapshot_preview1.MustInstantiate(ctx, rt)
-	return &wasmEnv{rt: rt, compiled: map[string]wazero.CompiledModule{}}
+	return &wasmEnv{rt: rt, compiled: map[string]func() (wazero.CompiledModule, error){}}
 })
 
-// compile compiles a module once per run; file is relative to testdata/ or
-// absolute.
+// compile compiles a module of testdata/ once per run, each apart from the
+// others.
 func (e *wasmEnv) compile(t testing.TB, file string) wazero.CompiledModule {
 	t.Helper()
 	e.mu.Lock()
-	defer e.mu.Unlock()
-	if c, ok := e.compiled[file]; ok {
-		return c
+	once, ok := e.compiled[file]
+	if !ok {
+		once = sync.OnceValues(func() (wazero.CompiledModule, error) {
+			bin, err := os.ReadFile(filepath.Join("testdata", file))
+			if err != nil {
+				return nil, err
+			}
+			return e.rt.CompileModule(context.Background(), bin)
+		})
+		e.compiled[file] = once
 	}
-	name := file
-	if !filepath.IsAbs(name) {
-		name = filepath.Join("testdata", file)
-	}
-	bin, err := os.ReadFile(name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := e.rt.CompileModule(context.Background(), bin)
+	e.mu.Unlock()
+	c, err := once()
 	if err != nil {
 		t.Fatalf("compile %s: %v", file, err)
 	}
-	e.compiled[file] = c
 	return c
 }
 
