@@ -20,6 +20,9 @@ var ErrLayer = errors.New("layer differs from the index's")
 // index under root lists the digest, or there is no digest to look for. It
 // reads only what searches cloned already: it never fetches.
 func Expected(root, reference, manifestDigest string) (layer string, found bool, err error) {
+	if root == "" {
+		return "", false, nil // no root, no clones: never the working directory's
+	}
 	if manifestDigest == "" {
 		ref, digest, ok := strings.Cut(reference, "@")
 		if !ok {
