@@ -462,8 +462,8 @@ func parseHeader(b []byte) (http.Header, error) {
 			return nil, fmt.Errorf("bad header line %q: want Name: value", line)
 		}
 		value = strings.Trim(value, " \t")
-		if strings.ContainsAny(value, "\r\x00") {
-			return nil, fmt.Errorf("bad header %s: its value holds CR or NUL", name)
+		if strings.ContainsFunc(value, func(r rune) bool { return r < ' ' && r != '\t' || r == 0x7f }) {
+			return nil, fmt.Errorf("bad header %s: its value holds a control character", name)
 		}
 		if strings.EqualFold(name, "Host") {
 			return nil, errors.New("bad header Host: the URL names the host")
