@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/rand"
 	"errors"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -75,14 +76,23 @@ type result struct {
 // and environment, with plain wazero as the runtime would.
 func runWASI(t testing.TB, c wazero.CompiledModule, mounts []mountPoint, args []string, environ map[string]string) result {
 	t.Helper()
+	var stdout bytes.Buffer
+	r := runWASIOut(t, c, mounts, args, environ, &stdout)
+	r.stdout = stdout.String()
+	return r
+}
+
+// runWASIOut is runWASI writing stdout to w.
+func runWASIOut(t testing.TB, c wazero.CompiledModule, mounts []mountPoint, args []string, environ map[string]string, w io.Writer) result {
+	t.Helper()
 	fsc := wazero.NewFSConfig()
 	for _, m := range mounts {
 		fsc = fsc.(sysfs.FSConfig).WithSysFSMount(m.fs, m.guest)
 	}
-	var stdout, stderr bytes.Buffer
+	var stderr bytes.Buffer
 	cfg := wazero.NewModuleConfig().WithName("").
 		WithArgs(append([]string{"prog"}, args...)...).
-		WithStdout(&stdout).WithStderr(&stderr).
+		WithStdout(w).WithStderr(&stderr).
 		WithFSConfig(fsc).
 		WithSysWalltime().WithSysNanotime().WithSysNanosleep().WithRandSource(rand.Reader)
 	for k, v := range environ {
@@ -101,7 +111,7 @@ func runWASI(t testing.TB, c wazero.CompiledModule, mounts []mountPoint, args []
 	default:
 		mod.Close(context.Background())
 	}
-	r.stdout, r.stderr = stdout.String(), stderr.String()
+	r.stderr = stderr.String()
 	return r
 }
 
