@@ -13,6 +13,7 @@ import (
 	"github.com/urfave/cli/v3"
 
 	"github.com/berm-dev/berm/internal/control"
+	"github.com/berm-dev/berm/mcpserve"
 	"github.com/berm-dev/berm/registry/index"
 )
 
@@ -138,6 +139,26 @@ func searchLocal(ctx context.Context, opts searchOptions, query string) (control
 			"configure one: berm config set index URL (a git repository's https:// URL or a local path), or give --index URL")
 	}
 	return searchIndex(ctx, opts.root, url, query, opts.limit, &index.Options{Refresh: opts.refresh, Now: opts.now})
+}
+
+// serverSearch is the search a server offers (GET /v1/search, and the
+// berm_search tool when it is on): the index url, or else the one its
+// root's config.toml names, cloned into its root, the programs deployed
+// there marked.
+func serverSearch(root, url string) mcpserve.SearchFunc {
+	return func(ctx context.Context, query string, limit int, refresh bool) (control.SearchResponse, error) {
+		u := url
+		if u == "" {
+			var err error
+			if u, err = configValue(root, "index"); err != nil {
+				return control.SearchResponse{}, err
+			}
+		}
+		if u == "" {
+			return control.SearchResponse{}, fmt.Errorf("%w on the server: berm config set index URL, with the server's root", errNoIndex)
+		}
+		return searchIndex(ctx, root, u, query, limit, &index.Options{Refresh: refresh})
+	}
 }
 
 // searchIndex searches the index at url, cloned under root, and marks the
