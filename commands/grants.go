@@ -50,6 +50,9 @@ func readGrantFlags(cmd *cli.Command, remote bool) (*sandbox.Grants, error) {
 		if err != nil {
 			return nil, usagef("--allow-dir: %v", err)
 		}
+		if !remote {
+			d = resolveLinks(d)
+		}
 		g.Dirs = append(g.Dirs, d)
 	}
 	for _, s := range cmd.StringSlice("allow-env") {
@@ -70,6 +73,17 @@ func readGrantFlags(cmd *cli.Command, remote bool) (*sandbox.Grants, error) {
 		return nil, nil
 	}
 	return g, nil
+}
+
+// resolveLinks records a granted directory here by its real path, so that a
+// link the user named (~/notes -> /data/notes, say) is granted as what it
+// points to now: a program is never granted a link, which could be pointed
+// elsewhere after deploy. The guest path stays the one the user wrote.
+func resolveLinks(d sandbox.Dir) sandbox.Dir {
+	if real, err := filepath.EvalSymlinks(d.Host); err == nil {
+		d.Host = real
+	}
+	return d
 }
 
 // merge adds b's grants to a's (berm.toml's [sandbox] and the flags); a

@@ -83,6 +83,9 @@ func (p *project) grants(remote bool) (*sandbox.Grants, error) {
 		if err != nil {
 			return nil, bad(err)
 		}
+		if !remote {
+			clean = resolveLinks(clean)
+		}
 		g.Dirs = append(g.Dirs, clean)
 	}
 	for _, s := range t.Env {
