@@ -329,7 +329,8 @@ func (f *FS) Symlink(target, link string) experimentalsys.Errno {
 // escapes reports whether target, read from a link at link (relative to
 // the root), names something outside the root.
 func escapes(target, link string) bool {
-	if target == "" || path.IsAbs(target) || filepath.IsAbs(target) || strings.ContainsRune(target, '\\') {
+	if target == "" || path.IsAbs(target) || filepath.IsAbs(target) || filepath.VolumeName(target) != "" ||
+		filepath.Separator == '\\' && strings.ContainsRune(target, '\\') {
 		return true
 	}
 	at := path.Join(path.Dir(link), target)

@@ -340,7 +340,6 @@ func TestWritableNoWayOut(t *testing.T) {
 		"../../outside":            "sub/l6",
 		"/proc/self/root":          "l7",
 		"":                         "l8",
-		`..\outside\secret.txt`:    "l9",
 		"/" + filepath.Base(grant): "l10",
 	} {
 		if errno := f.Symlink(target, link); errno != experimentalsys.EPERM {
