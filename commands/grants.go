@@ -130,13 +130,19 @@ func reachFor(syscalls, calls, imports []string) []string {
 			others++
 		}
 	}
+	// One line for WASI: what a grant controls, then a count of the rest
+	// (clocks, random, file descriptors).
+	var parts []string
 	for _, what := range []string{"files", "environment", "arguments", "output (logged)"} {
 		if wasi[what] {
-			out = append(out, "WASI "+what)
+			parts = append(parts, what)
 		}
 	}
 	if others > 0 {
-		out = append(out, fmt.Sprintf("WASI clocks, random and %d more functions", others))
+		parts = append(parts, fmt.Sprintf("%d more functions", others))
+	}
+	if len(parts) > 0 {
+		out = append(out, "WASI "+strings.Join(parts, ", "))
 	}
 	return out
 }
