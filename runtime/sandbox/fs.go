@@ -177,7 +177,7 @@ func (f *FS) OpenFile(p string, flag experimentalsys.Oflag, perm fs.FileMode) (e
 			return nil, experimentalsys.ELOOP
 		}
 	}
-	osf, err := f.root.OpenFile(name, osFlag(flag), perm&fs.ModePerm)
+	osf, err := f.root.OpenFile(name, osFlag(flag)|oNonblock, perm&fs.ModePerm)
 	if err != nil {
 		if errors.Is(err, fs.ErrClosed) {
 			// The grant is closed under a running program: its directory
@@ -186,7 +186,18 @@ func (f *FS) OpenFile(p string, flag experimentalsys.Oflag, perm fs.FileMode) (e
 		}
 		return nil, errnoOf(err)
 	}
-	return &file{fs: f, f: osf, name: name, flag: flag, append: flag&experimentalsys.O_APPEND != 0}, 0
+	file := &file{fs: f, f: osf, name: name, flag: flag, append: flag&experimentalsys.O_APPEND != 0}
+	st, errno := file.Stat()
+	if errno == 0 && !st.Mode.IsRegular() && !st.Mode.IsDir() {
+		// A named pipe, a socket or a device: reading or writing one can
+		// block past the call's deadline, or reach beyond the directory.
+		errno = experimentalsys.EACCES
+	}
+	if errno != 0 {
+		osf.Close()
+		return nil, errno
+	}
+	return file, 0
 }
 
 // Lstat implements sys.FS.
