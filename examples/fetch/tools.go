@@ -1,22 +1,22 @@
-// Command fetch is berm's example of the network grant: it GETs a URL with
-// Go's net/http over berm.http (sdk/bermhttp), from the hosts its deployment
-// grants and no others:
+// Command fetch is berm's example of the network grant: it GETs a URL
+// through berm.http, from the hosts its deployment grants and no others:
 //
 //	berm deploy --example fetch --allow-host example.com
 //
 // It is built as a wasip1 reactor (see examples/README.md); its tool is a
-// plain function, so that it tests on the host against berm.FakeHost.
+// plain function, so that it tests on the host against berm.FakeHost. It calls
+// berm.HTTP rather than net/http over sdk/bermhttp's Transport, which would
+// work as well: net/http triples the image (11 MB against 3.3 MB) and
+// doubles the time of a call, since its setup runs again in every instance.
 package main
 
 import (
-	"errors"
 	"fmt"
-	"io"
-	"net/http"
 	"net/url"
+	"strings"
 	"unicode/utf8"
 
-	"github.com/berm-dev/berm/sdk/bermhttp"
+	berm "github.com/berm-dev/berm/sdk"
 )
 
 // main never runs: a reactor's host calls its tools, after _initialize.
@@ -45,8 +45,6 @@ type fetchResult struct {
 	Binary    bool   `json:"binary,omitempty"`
 }
 
-var client = &http.Client{Transport: bermhttp.Transport}
-
 func fetchTool(a fetchArgs) (fetchResult, error) {
 	u, err := url.Parse(a.URL)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
@@ -57,23 +55,15 @@ func fetchTool(a fetchArgs) (fetchResult, error) {
 		limit = defaultMaxBytes
 	}
 	limit = min(limit, maxMaxBytes)
-	resp, err := client.Get(u.String())
+	resp, err := berm.HTTP("GET", u.String(), "", nil)
 	if err != nil {
-		var ue *url.Error
-		if errors.As(err, &ue) {
-			err = ue.Err // the host's refusal says what and why
-		}
-		return fetchResult{}, err
+		return fetchResult{}, err // the host's refusal says what and why
 	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return fetchResult{}, fmt.Errorf("reading %s: %w", u, err)
-	}
+	b := resp.Body
 	r := fetchResult{
 		URL:         u.String(),
-		Status:      resp.StatusCode,
-		ContentType: resp.Header.Get("Content-Type"),
+		Status:      resp.Status,
+		ContentType: header(resp.Header, "Content-Type"),
 		Bytes:       len(b),
 	}
 	if len(b) > limit {
@@ -89,4 +79,15 @@ func fetchTool(a fetchArgs) (fetchResult, error) {
 		r.Binary = true
 	}
 	return r, nil
+}
+
+// header is the value of the field name in an HTTP/1 header block.
+func header(block, name string) string {
+	for _, line := range strings.Split(block, "\n") {
+		k, v, ok := strings.Cut(strings.TrimRight(line, "\r"), ":")
+		if ok && strings.EqualFold(k, name) {
+			return strings.TrimSpace(v)
+		}
+	}
+	return ""
 }
