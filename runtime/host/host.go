@@ -1,6 +1,7 @@
 // Package host is the berm binary's own host: the syscalls beyond the core
-// ABI that it offers programs (berm.now, and berm.get, berm.set, berm.delete
-// on each program's own data) and the WASI table it links them against.
+// ABI that it offers programs (berm.now; berm.get, berm.set, berm.delete on
+// each program's own data; berm.http to the hosts a deployment grants, see
+// HTTP) and the WASI table it links them against.
 // Embedders of the runtime choose their own; only the binary wires this one:
 //
 //	rt, err := runtime.New(ctx, runtime.DefaultCallDepth, host.Syscalls(st), &runtime.Options{
