@@ -1,6 +1,11 @@
 // Package examples holds the images of berm's example programs, built from
-// the sources beside it, so that the berm binary can deploy them by name
-// (berm deploy --example hello).
+// the sources beside it, so that the berm binary can deploy them by name,
+// with the grants the deployment gives them:
+//
+//	berm deploy --example hello
+//	berm deploy --example files --allow-dir ./notes:/notes
+//
+// In Go:
 //
 //	image, ok := examples.Image("hello")
 package examples
@@ -13,7 +18,7 @@ import (
 // Each example lives in <name>/ and its image is <name>/<name>.wasm, built
 // by `make examples` (examples.mk).
 //
-//go:embed hello/hello.wasm
+//go:embed hello/hello.wasm fetch/fetch.wasm files/files.wasm
 var images embed.FS
 
 // Names lists the example programs, sorted.

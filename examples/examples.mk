@@ -8,7 +8,7 @@
 # wherever and whenever it is built with the same Go. The name section is kept
 # (no -ldflags=-s): it costs ~70 KB and names functions in trap backtraces.
 GO ?= go
-EXAMPLES := hello
+EXAMPLES := hello fetch files
 EXAMPLE_BUILD := GOOS=wasip1 GOARCH=wasm CGO_ENABLED=0 $(GO) build -trimpath -buildvcs=false -buildmode=c-shared
 
 # $(call example,NAME,OUT,TMPDIR) builds examples/NAME into OUT.
