@@ -109,3 +109,14 @@ $(O)testdata/broken/not_utf8.wasm: testdata/broken/base.wat $(IMAGE_DEPS)
 	printf '{"abi_version": 0, "usage": "broken: \377 is not UTF-8", "tools": [{"name": "x"}]}\n' > $@.json && \
 	$(call image,$<,$@.json); \
 	s=$$?; rm -f $@.json; exit $$s
+
+# The sandbox's test modules (WAT, Go for wasip1, C for wasm32-wasi) are built
+# by their own script, runtime/sandbox/testdata/build.sh, which check-fixtures
+# runs in its check mode. Not under FIXTURE_OUT: the script compares itself.
+.PHONY: sandbox-fixtures check-sandbox-fixtures
+fixtures: $(if $(FIXTURE_OUT),,sandbox-fixtures)
+check-fixtures: check-sandbox-fixtures
+sandbox-fixtures:
+	GO='$(GO)' WAT2WASM='$(WAT2WASM)' sh runtime/sandbox/testdata/build.sh
+check-sandbox-fixtures:
+	@GO='$(GO)' WAT2WASM='$(WAT2WASM)' sh runtime/sandbox/testdata/build.sh check

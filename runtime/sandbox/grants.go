@@ -215,9 +215,13 @@ func (g *Grants) Check() error {
 			return fmt.Errorf("%w: directories %s and %s are both granted at %s", ErrGrant, other, d.Host, d.Guest)
 		}
 		guests[d.Guest] = d.Host
-		info, err := os.Stat(d.Host)
+		info, err := os.Lstat(d.Host)
 		if err != nil {
-			return fmt.Errorf("%w: directory %s: %w", ErrGrant, d.Host, err)
+			return fmt.Errorf("%w: directory %s: %w", ErrGrant, d.Host, pathErr(err))
+		}
+		if info.Mode()&os.ModeSymlink != 0 {
+			// Mount refuses it too: a link could be pointed elsewhere later.
+			return fmt.Errorf("%w: directory %s: a symbolic link; grant the directory it points to", ErrGrant, d.Host)
 		}
 		if !info.IsDir() {
 			return fmt.Errorf("%w: directory %s: not a directory", ErrGrant, d.Host)

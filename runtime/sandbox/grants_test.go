@@ -93,6 +93,10 @@ func TestCheck(t *testing.T) {
 	if err := os.WriteFile(file, nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
+	link := filepath.Join(t.TempDir(), "link")
+	if err := os.Symlink(dir, link); err != nil {
+		t.Fatal(err)
+	}
 	ok := &sandbox.Grants{
 		Dirs:  []sandbox.Dir{{Host: dir, Guest: "/data"}},
 		Hosts: []string{"api.example.com"},
@@ -111,6 +115,7 @@ func TestCheck(t *testing.T) {
 	}{
 		"missing":     {sandbox.Grants{Dirs: []sandbox.Dir{{Host: dir + "/gone", Guest: "/g"}}}, dir + "/gone"},
 		"not a dir":   {sandbox.Grants{Dirs: []sandbox.Dir{{Host: file, Guest: "/f"}}}, "not a directory"},
+		"a link":      {sandbox.Grants{Dirs: []sandbox.Dir{{Host: link, Guest: "/l"}}}, "a symbolic link; grant the directory it points to"},
 		"relative":    {sandbox.Grants{Dirs: []sandbox.Dir{{Host: "rel", Guest: "/r"}}}, "canonical"},
 		"same guest":  {sandbox.Grants{Dirs: []sandbox.Dir{{Host: dir, Guest: "/x"}, {Host: "/", Guest: "/x"}}}, "both granted at /x"},
 		"guest":       {sandbox.Grants{Dirs: []sandbox.Dir{{Host: dir, Guest: "x"}}}, "not absolute"},
