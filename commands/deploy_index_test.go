@@ -13,17 +13,7 @@ import (
 // (cloned into the root by a search) is deployed only when the registry
 // serves the layer the index lists for its manifest digest; otherwise
 // nothing is deployed or stored.
-//
-// TODO(deploy owner): wire index.Verify into deployArg (commands/deploy.go),
-// after pullThroughStore and before deployLocal:
-//
-//	if err := index.Verify(opts.root, source, manifest.Digest(image)); err != nil {
-//		return service.Info{}, err
-//	}
-//
-// then drop the t.Skip below.
 func TestDeployRefusesLayerTheIndexDisagreesWith(t *testing.T) {
-	t.Skip("wired by deploy owner: index.Verify in deployArg, see the TODO above")
 	host := registrytest.Start(t, nil)
 	root, docker := t.TempDir(), t.TempDir()
 	ref := host + "/demo/echo:v1"

@@ -7,7 +7,9 @@ import (
 
 	"github.com/urfave/cli/v3"
 
+	"github.com/berm-dev/berm/manifest"
 	"github.com/berm-dev/berm/registry"
+	"github.com/berm-dev/berm/registry/index"
 	"github.com/berm-dev/berm/runtime/store"
 )
 
@@ -59,10 +61,18 @@ func pullThroughStore(ctx context.Context, c *registry.Client, st *store.Store, 
 	if err != nil {
 		return nil, "", err
 	}
+	source := pinned(img)
 	if strings.Contains(ref, "@") {
-		return img.Bytes, ref, nil // pinned already, and its tag kept
+		source = ref // pinned already, and its tag kept
 	}
-	return img.Bytes, pinned(img), nil
+	if st != nil {
+		// An index that lists this manifest names the layer it must have:
+		// the registry and the index agree, or nothing runs.
+		if err := index.Verify(st.Root(), source, manifest.Digest(img.Bytes)); err != nil {
+			return nil, "", err
+		}
+	}
+	return img.Bytes, source, nil
 }
 
 // pinned is the reference as asked for, pinned to the manifest pulled:
