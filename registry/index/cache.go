@@ -99,7 +99,7 @@ type Index struct {
 	// Warnings are the lines and files of the index that were skipped.
 	Warnings []Warning
 
-	corpus *corpus
+	corpus searchable
 }
 
 // current is the pointer file of a clone's directory.
@@ -174,7 +174,7 @@ func Open(ctx context.Context, root, url string, opts *Options) (*Index, error) 
 			offline = fmt.Errorf("index %s: %w: %v", url, ErrUnreachable, err)
 		}
 	}
-	s, cur, err := loadSnapshot(dir, cur)
+	s, warnings, cur, err := loadSnapshot(dir, cur)
 	if err != nil {
 		return nil, fmt.Errorf("index %s: %w", url, err)
 	}
@@ -184,8 +184,8 @@ func Open(ctx context.Context, root, url string, opts *Options) (*Index, error) 
 		Commit:   cur.Commit,
 		Fetched:  cur.Fetched,
 		Offline:  offline,
-		Warnings: s.Warnings,
-		corpus:   &s.Corpus,
+		Warnings: warnings,
+		corpus:   s,
 	}, nil
 }
 
@@ -193,7 +193,7 @@ func Open(ctx context.Context, root, url string, opts *Options) (*Index, error) 
 // tools' names, usage and tools' descriptions, stemmed) and returns the
 // best limit of those that match at all, best first; limit <= 0 means all.
 func (ix *Index) Search(query string, limit int) ([]Hit, error) {
-	return ix.corpus.search(query, limit)
+	return search(ix.corpus, query, limit)
 }
 
 // Len is the number of programs the index lists.
@@ -291,7 +291,7 @@ func cloneGeneration(ctx context.Context, gen, url string, now time.Time) (*curr
 	if err != nil {
 		return nil, err
 	}
-	if err := writeGob(filepath.Join(gen, snapshotFile), s); err != nil {
+	if err := writeSnapshot(filepath.Join(gen, snapshotFile), s); err != nil {
 		return nil, err
 	}
 	if err := writeGob(filepath.Join(gen, pinsFile), p); err != nil {
@@ -340,36 +340,38 @@ func collect(dir, keep string) {
 	}
 }
 
-// loadSnapshot reads the snapshot of cur's generation, building it again
+// loadSnapshot opens the snapshot of cur's generation, building it again
 // from the clone when it is missing or of another version. A generation
 // removed under it (another process collected it) sends it back to current.
-func loadSnapshot(dir string, cur *current) (*snapshot, *current, error) {
+func loadSnapshot(dir string, cur *current) (searchable, []Warning, *current, error) {
 	for try := 0; ; try++ {
-		s, err := loadGeneration(filepath.Join(dir, cur.Gen), cur.Commit)
+		s, warnings, err := loadGeneration(filepath.Join(dir, cur.Gen), cur.Commit)
 		if err == nil {
-			return s, cur, nil
+			return s, warnings, cur, nil
 		}
 		if !errors.Is(err, fs.ErrNotExist) || try > 0 {
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
 		next, rerr := readCurrent(dir)
 		if rerr != nil || next.Gen == cur.Gen {
-			return nil, nil, fmt.Errorf("clone %s: %w", cur.Gen, err)
+			return nil, nil, nil, fmt.Errorf("clone %s: %w", cur.Gen, err)
 		}
 		cur = next
 	}
 }
 
-// loadGeneration reads a generation's snapshot, built again from its clone
+// loadGeneration opens a generation's snapshot, built again from its clone
 // when it is missing, damaged or of another version.
-func loadGeneration(gen, commit string) (*snapshot, error) {
-	var s snapshot
-	err := readGob(filepath.Join(gen, snapshotFile), &s)
-	if err == nil && s.Version == snapshotVersion && s.Commit == commit {
-		return &s, nil
+func loadGeneration(gen, commit string) (searchable, []Warning, error) {
+	d, err := openSnapshot(filepath.Join(gen, snapshotFile))
+	if err == nil && d.h.Commit == commit {
+		return d, d.h.Warnings, nil
 	}
-	rebuilt, _, err := rebuild(gen, commit)
-	return rebuilt, err
+	s, _, err := rebuild(gen, commit)
+	if err != nil {
+		return nil, nil, err
+	}
+	return &s.Corpus, s.Warnings, nil
 }
 
 // rebuild reads a generation's clone again and writes its snapshot and
@@ -387,7 +389,7 @@ func rebuild(gen, commit string) (*snapshot, *pins, error) {
 		return nil, nil, err
 	}
 	// A snapshot that cannot be written is built again next time: no error.
-	writeGob(filepath.Join(gen, snapshotFile), s)
+	writeSnapshot(filepath.Join(gen, snapshotFile), s)
 	writeGob(filepath.Join(gen, pinsFile), p)
 	return s, p, nil
 }

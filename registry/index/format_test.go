@@ -2,6 +2,7 @@ package index
 
 import (
 	"errors"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -126,5 +127,51 @@ func TestTerms(t *testing.T) {
 	want := "read content file read file read file file reader"
 	if got != want {
 		t.Fatalf("terms = %q, want %q", got, want)
+	}
+}
+
+// TestSnapshotFile: a corpus written to a snapshot file ranks as it did in
+// memory, and a file of another version is refused.
+func TestSnapshotFile(t *testing.T) {
+	b := newBuilder()
+	for i, words := range []string{"read a file", "write a file", "convert images", "read images", "zebra"} {
+		e := Entry{
+			Reference: "ghcr.io/org/p" + string(rune('a'+i)) + ":v1",
+			Digest:    "sha256:" + strings.Repeat("a", 64), Layer: "sha256:" + strings.Repeat("b", 64),
+			Published: time.Unix(0, 0), Usage: words, Tools: []Tool{{Name: "t", Description: words + " quickly"}},
+		}
+		if err := b.add(&e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c := b.corpus()
+	path := t.TempDir() + "/snapshot"
+	if err := writeSnapshot(path, &snapshot{Version: snapshotVersion, Commit: "c", Corpus: *c, Warnings: []Warning{{File: "f", Line: 2, Err: "x"}}}); err != nil {
+		t.Fatal(err)
+	}
+	d, err := openSnapshot(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.len() != 5 || d.h.Commit != "c" || len(d.h.Warnings) != 1 {
+		t.Fatalf("header = %+v", d.h)
+	}
+	for _, q := range []string{"read a file", "images", "quickly", "zebra", "nothing"} {
+		mem, err1 := search(c, q, 0)
+		disk, err2 := search(d, q, 0)
+		if err1 != nil || err2 != nil || len(mem) != len(disk) {
+			t.Fatalf("%q: %v %v, %d and %d hits", q, err1, err2, len(mem), len(disk))
+		}
+		for i := range mem {
+			if mem[i].Reference != disk[i].Reference || mem[i].Score != disk[i].Score {
+				t.Fatalf("%q: hit %d: %v in memory, %v on disk", q, i, mem[i], disk[i])
+			}
+		}
+	}
+	if err := os.WriteFile(path, []byte("bermix00........"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := openSnapshot(path); !errors.Is(err, errVersion) {
+		t.Fatalf("another version: %v", err)
 	}
 }

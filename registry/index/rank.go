@@ -2,6 +2,7 @@ package index
 
 import (
 	"encoding/json"
+	"fmt"
 	"math"
 	"sort"
 	"strings"
@@ -46,17 +47,37 @@ type corpus struct {
 	Postings map[string][]uint64
 }
 
-// line is program i's newest line.
-func (c *corpus) line(i int) []byte {
-	start := uint32(0)
-	if i > 0 {
-		start = c.Ends[i-1]
-	}
-	return c.Lines[start:c.Ends[i]]
+// searchable is a corpus in memory, as built, or in a snapshot file.
+type searchable interface {
+	len() int
+	averages() [nFields]float64
+	// reader gives what one search reads; close it after.
+	reader() (ranker, error)
 }
 
-// len is the number of programs.
-func (c *corpus) len() int { return len(c.Ends) }
+// ranker reads what ranking needs of a corpus.
+type ranker interface {
+	postings(term string) ([]uint64, error)
+	length(doc uint32, field int) int
+	line(doc uint32) ([]byte, error)
+	close()
+}
+
+func (c *corpus) len() int                            { return len(c.Ends) }
+func (c *corpus) averages() [nFields]float64          { return c.Avg }
+func (c *corpus) reader() (ranker, error)             { return c, nil }
+func (c *corpus) close()                              {}
+func (c *corpus) length(doc uint32, f int) int        { return int(c.Lens[int(doc)*nFields+f]) }
+func (c *corpus) postings(t string) ([]uint64, error) { return c.Postings[t], nil }
+
+// line is program doc's newest line.
+func (c *corpus) line(doc uint32) ([]byte, error) {
+	start := uint32(0)
+	if doc > 0 {
+		start = c.Ends[doc-1]
+	}
+	return c.Lines[start:c.Ends[doc]], nil
+}
 
 // builder makes a corpus from entries.
 type builder struct {
@@ -147,18 +168,27 @@ type Hit struct {
 }
 
 // search ranks the programs of c against query with BM25F and returns the
-// best limit (all when limit <= 0), best first; equal scores by reference.
-func (c *corpus) search(query string, limit int) ([]Hit, error) {
-	qterms := terms(query, nil, nil)
+// best limit (all when limit <= 0), best first; equal scores in the index's
+// order, which is its files' paths'.
+func search(c searchable, query string, limit int) ([]Hit, error) {
+	r, err := c.reader()
+	if err != nil {
+		return nil, err
+	}
+	defer r.close()
+	avg := c.averages()
+	n := float64(c.len())
 	seen := map[string]bool{}
 	scores := map[uint32]float64{}
-	n := float64(c.len())
-	for _, t := range qterms {
+	for _, t := range terms(query, nil, nil) {
 		if seen[t] {
 			continue
 		}
 		seen[t] = true
-		postings := c.Postings[t]
+		postings, err := r.postings(t)
+		if err != nil {
+			return nil, err
+		}
 		if len(postings) == 0 {
 			continue
 		}
@@ -173,8 +203,8 @@ func (c *corpus) search(query string, limit int) ([]Hit, error) {
 					continue
 				}
 				norm := 1.0
-				if c.Avg[f] > 0 {
-					norm = 1 - bm25B + bm25B*float64(c.Lens[int(doc)*nFields+f])/c.Avg[f]
+				if avg[f] > 0 {
+					norm = 1 - bm25B + bm25B*float64(r.length(doc, f))/avg[f]
 				}
 				tf += fieldWeights[f] * count / norm
 			}
@@ -189,24 +219,26 @@ func (c *corpus) search(query string, limit int) ([]Hit, error) {
 	for doc, s := range scores {
 		ranked = append(ranked, scored{doc: doc, score: s})
 	}
-	// Ties are broken by the line's bytes, which start with the reference:
-	// the same query gives the same order.
 	sort.Slice(ranked, func(i, j int) bool {
 		if ranked[i].score != ranked[j].score {
 			return ranked[i].score > ranked[j].score
 		}
-		return string(c.line(int(ranked[i].doc))) < string(c.line(int(ranked[j].doc)))
+		return ranked[i].doc < ranked[j].doc
 	})
 	if limit > 0 && len(ranked) > limit {
 		ranked = ranked[:limit]
 	}
 	hits := make([]Hit, len(ranked))
-	for i, r := range ranked {
-		if err := json.Unmarshal(c.line(int(r.doc)), &hits[i].Entry); err != nil {
-			return nil, err // the snapshot is damaged: it was written as JSON
+	for i, s := range ranked {
+		line, err := r.line(s.doc)
+		if err != nil {
+			return nil, err
+		}
+		if err := json.Unmarshal(line, &hits[i].Entry); err != nil {
+			return nil, fmt.Errorf("snapshot: %w", err) // it was written as JSON: damaged
 		}
 		hits[i].Entry.normalize()
-		hits[i].Score = math.Round(r.score*1e4) / 1e4
+		hits[i].Score = math.Round(s.score*1e4) / 1e4
 	}
 	return hits, nil
 }

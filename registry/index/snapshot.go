@@ -18,7 +18,7 @@ import (
 
 // snapshotVersion changes whenever what build writes does: a snapshot of
 // another version is built again from its clone.
-const snapshotVersion = 1
+const snapshotVersion = 2
 
 // snapshot is a commit of an index, read and ranked once: what search
 // loads. A search of 10,000 programs would spend most of its time stemming
@@ -58,38 +58,42 @@ func build(repo *git.Repository, commit plumbing.Hash) (*snapshot, *pins, error)
 	p := &pins{Version: snapshotVersion, Commit: commit.String(), Layers: map[string]string{}}
 	b := newBuilder()
 	files := 0
-	err = tree.Files().ForEach(func(f *object.File) error {
-		if !strings.HasSuffix(f.Name, Ext) {
+	err = walk(repo, tree, "", 0, func(name string, e object.TreeEntry) error {
+		if !strings.HasSuffix(name, Ext) {
 			return nil // a README, a licence, CI: not listings
 		}
 		if files++; files > maxFiles {
 			if files == maxFiles+1 {
-				s.Warnings = append(s.Warnings, Warning{File: f.Name, Err: fmt.Sprintf("over %d files: this one and the rest", maxFiles)})
+				s.Warnings = append(s.Warnings, Warning{File: name, Err: fmt.Sprintf("over %d files: this one and the rest", maxFiles)})
 			}
 			return nil
 		}
-		if f.Mode != filemode.Regular && f.Mode != filemode.Executable {
-			s.Warnings = append(s.Warnings, Warning{File: f.Name, Err: "not a regular file"})
+		if e.Mode != filemode.Regular && e.Mode != filemode.Executable {
+			s.Warnings = append(s.Warnings, Warning{File: name, Err: "not a regular file"})
 			return nil
 		}
-		if err := checkPath(f.Name); err != nil {
-			s.Warnings = append(s.Warnings, Warning{File: f.Name, Err: err.Error()})
+		if err := checkPath(name); err != nil {
+			s.Warnings = append(s.Warnings, Warning{File: name, Err: err.Error()})
 			return nil
 		}
-		if f.Size > MaxFile {
-			s.Warnings = append(s.Warnings, Warning{File: f.Name, Err: fmt.Sprintf("%d bytes, over the bound of %d", f.Size, MaxFile)})
-			return nil
-		}
-		r, err := f.Reader()
+		blob, err := repo.BlobObject(e.Hash)
 		if err != nil {
-			return fmt.Errorf("%s: %w", f.Name, err)
+			return fmt.Errorf("%s: %w", name, err)
+		}
+		if blob.Size > MaxFile {
+			s.Warnings = append(s.Warnings, Warning{File: name, Err: fmt.Sprintf("%d bytes, over the bound of %d", blob.Size, MaxFile)})
+			return nil
+		}
+		r, err := blob.Reader()
+		if err != nil {
+			return fmt.Errorf("%s: %w", name, err)
 		}
 		data, err := io.ReadAll(io.LimitReader(r, MaxFile+1))
 		r.Close()
 		if err != nil {
-			return fmt.Errorf("%s: %w", f.Name, err)
+			return fmt.Errorf("%s: %w", name, err)
 		}
-		entries, warnings := Parse(f.Name, data)
+		entries, warnings := Parse(name, data)
 		s.Warnings = append(s.Warnings, warnings...)
 		for i := range entries {
 			repo, _, _ := splitReference(entries[i].Reference) // checked by Parse
@@ -105,6 +109,41 @@ func build(repo *git.Repository, commit plumbing.Hash) (*snapshot, *pins, error)
 	}
 	s.Corpus = *b.corpus()
 	return s, p, nil
+}
+
+// maxDepth bounds the directories of an index: a host, an organization
+// and a few levels of repository.
+const maxDepth = 32
+
+// walk calls fn with the path of every file of tree, in git's order. It
+// reads the entries as they are: go-git's own walker stops at the first name
+// it finds unsafe, where an index should lose that file only (checkPath).
+func walk(repo *git.Repository, tree *object.Tree, prefix string, depth int, fn func(string, object.TreeEntry) error) error {
+	if depth > maxDepth {
+		return nil
+	}
+	for _, e := range tree.Entries {
+		name := e.Name
+		if prefix != "" {
+			name = prefix + "/" + e.Name
+		}
+		switch e.Mode {
+		case filemode.Dir:
+			sub, err := repo.TreeObject(e.Hash)
+			if err != nil {
+				return fmt.Errorf("%s: %w", name, err)
+			}
+			if err := walk(repo, sub, name, depth+1, fn); err != nil {
+				return err
+			}
+		case filemode.Submodule:
+		default:
+			if err := fn(name, e); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // writeGob writes v to path through a temporary file renamed into place,

@@ -1,0 +1,40 @@
+package index
+
+// What the external tests (bench_test.go) reach inside the package for.
+
+// Corpus is a corpus, built and searched as a snapshot holds it.
+type Corpus = corpus
+
+// BuildCorpus builds the corpus of the newest line of each of files.
+func BuildCorpus(files map[string]string) (*Corpus, error) {
+	b := newBuilder()
+	for p, content := range files {
+		entries, _ := Parse(p, []byte(content))
+		if len(entries) > 0 {
+			if err := b.add(&entries[len(entries)-1]); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return b.corpus(), nil
+}
+
+// SearchCorpus ranks c against query.
+func SearchCorpus(c *Corpus, query string, limit int) ([]Hit, error) { return search(c, query, limit) }
+
+// WriteSnapshot writes c as a snapshot file.
+func WriteSnapshot(path string, c *Corpus) error {
+	return writeSnapshot(path, &snapshot{Version: snapshotVersion, Corpus: *c})
+}
+
+// Snapshot is a snapshot file opened as Open opens it.
+type Snapshot = diskCorpus
+
+// OpenSnapshot reads a snapshot file's header, as Open does.
+func OpenSnapshot(path string) (*Snapshot, error) { return openSnapshot(path) }
+
+// SearchSnapshot ranks a snapshot file's programs against query, as
+// Index.Search does.
+func SearchSnapshot(s *Snapshot, query string, limit int) ([]Hit, error) {
+	return search(s, query, limit)
+}
