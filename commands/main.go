@@ -112,6 +112,9 @@ it once and instantiates it anew for every call.
 			newLogoutCommand(e),
 			newSyscallsCommand(e),
 			newVersionCommand(e),
+			newSearchCommand(e),
+			newPublishCommand(e),
+			newConfigCommand(e),
 		},
 	}
 	for _, cmd := range root.Commands {
