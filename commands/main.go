@@ -107,6 +107,7 @@ it once and instantiates it anew for every call.
 			newRunCommand(e),
 			newRmCommand(e),
 			newServeCommand(e),
+			newContextCommand(e),
 			newPushCommand(e),
 			newLoginCommand(e),
 			newLogoutCommand(e),
