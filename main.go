@@ -1,11 +1,15 @@
 // Command berm is the OS for agent harnesses: it deploys WebAssembly programs,
 // runs their tools and serves them over MCP. See README.md.
+//
+// Run under the name bermd (a link to it or a copy), berm is berm serve.
 package main
 
 import (
 	"context"
 	"os"
 	"os/signal"
+	"path/filepath"
+	"strings"
 	"syscall"
 
 	"github.com/berm-dev/berm/commands"
@@ -19,7 +23,25 @@ func main() {
 		<-ctx.Done()
 		stop()
 	}()
-	code := commands.Main(ctx, os.Args, os.Stdin, os.Stdout, os.Stderr)
+	code := commands.Main(ctx, multiCall(os.Args), os.Stdin, os.Stdout, os.Stderr)
 	stop()
 	os.Exit(code)
+}
+
+// multiCall makes bermd ARGS berm serve ARGS: one binary is both the CLI and
+// the daemon, so `bermd &` and a service manager's ExecStart=bermd need no
+// subcommand. The name is compared without .exe and without case, as
+// Windows names files.
+func multiCall(args []string) []string {
+	if len(args) == 0 {
+		return args
+	}
+	name := filepath.Base(args[0])
+	if ext := filepath.Ext(name); strings.EqualFold(ext, ".exe") {
+		name = strings.TrimSuffix(name, ext)
+	}
+	if !strings.EqualFold(name, "bermd") {
+		return args
+	}
+	return append([]string{args[0], "serve"}, args[1:]...)
 }

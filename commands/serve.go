@@ -53,7 +53,11 @@ sessions are bounded (--read-timeout, --write-timeout, --max-sessions,
 --session-idle). Logs go to stderr; with --stdio, stdout carries nothing but
 the protocol, and the log level defaults to warn, since Claude Code labels
 every stderr line of a stdio server an error. Each call's log line has a
-request_id, which the call's result also carries in _meta (berm/request_id).`,
+request_id, which the call's result also carries in _meta (berm/request_id).
+
+Run under the name bermd (a link to berm or a copy of it, bermd.exe too),
+berm is berm serve: "bermd &" and "bermd --addr 127.0.0.1:7777" take serve's
+flags and --root.`,
 		Flags: append([]cli.Flag{
 			&cli.BoolFlag{Name: "stdio", Usage: "serve MCP over stdin and stdout"},
 			&cli.StringFlag{Name: "addr", Value: mcpserve.DefaultAddr, Usage: "listen address for streamable HTTP (at /mcp)", Sources: cli.EnvVars("BERM_ADDR")},
