@@ -25,6 +25,10 @@ const (
 	sysDelete = 0x84a8776bcc70bc72 // berm.delete
 )
 
+// The functions that make a host syscall (Get, Set, Delete, Now, Call) are
+// //go:noinline: berm build finds in the image's name section which of them a
+// program links, and refuses one that links a syscall it does not declare.
+
 // Bits of a staging syscall's return value: errorBit marks the staged bytes as
 // an error message, errorBit|hostBit as the host's refusal. The other bits
 // are the length of the staged bytes.
@@ -85,6 +89,8 @@ func Log(line string) { hostcall(sysLog, text(line), uint32(len(line))) }
 // manifest's "calls", with args (a JSON object), and returns its result. The
 // error is a *CalleeError when the callee failed, or a *RefusedError when the
 // host refused.
+//
+//go:noinline
 func Call(program, tool string, args []byte) ([]byte, error) {
 	in := frame([]byte(program), []byte(tool), args)
 	v := hostcall(sysCall, data(in), uint32(len(in)))
@@ -100,6 +106,8 @@ func Call(program, tool string, args []byte) ([]byte, error) {
 
 // Get returns the value under key in the program's key-value store, and
 // whether there is one. The manifest must declare berm.get.
+//
+//go:noinline
 func Get(key string) ([]byte, bool) {
 	v := hostcall(sysGet, text(key), uint32(len(key)))
 	if v&errorBit != 0 {
@@ -111,6 +119,8 @@ func Get(key string) ([]byte, bool) {
 // Set puts value under key in the program's key-value store. The error is a
 // *RefusedError, when the host refuses (a quota). The manifest must declare
 // berm.set.
+//
+//go:noinline
 func Set(key string, value []byte) error {
 	in := frame([]byte(key), value)
 	v := hostcall(sysSet, data(in), uint32(len(in)))
@@ -122,10 +132,14 @@ func Set(key string, value []byte) error {
 
 // Delete removes key from the program's key-value store; an absent key is
 // not an error. The manifest must declare berm.delete.
+//
+//go:noinline
 func Delete(key string) { hostcall(sysDelete, text(key), uint32(len(key))) }
 
 // Now returns the host's clock, to the millisecond. The manifest must declare
 // berm.now.
+//
+//go:noinline
 func Now() time.Time { return time.UnixMilli(int64(hostcall(sysNow, nil, 0))) }
 
 // staged copies out the bytes a staging syscall left on the host.

@@ -2,34 +2,38 @@
 // read its arguments, give its result or failure, and reach the host's
 // syscalls.
 //
-// A program is a reactor module built for wasip1, with one exported function
-// per tool, named berm_tool_<name> to match its manifest:
-//
-//	//go:build wasip1
+// A program registers its tools, usage and declared syscalls from package
+// initialization, as plain functions, and `berm build` does the rest:
 //
 //	package main
 //
 //	import berm "github.com/berm-dev/berm/sdk"
 //
+//	func init() {
+//		berm.Usage("**greeter** greets. Reach for it to test a connection.")
+//		berm.Tool("greet", "Greets someone by name.", greet)
+//	}
+//
 //	func main() {}
 //
 //	type greetArgs struct {
-//		Name string `json:"name"`
+//		Name string `json:"name" jsonschema:"whom to greet"`
 //	}
 //
-//	//go:wasmexport berm_tool_greet
-//	func greet() {
-//		berm.Handle(func(a greetArgs) (string, error) {
-//			return "Hello, " + a.Name + "!", nil
-//		})
-//	}
+//	func greet(a greetArgs) (string, error) { return "Hello, " + a.Name + "!", nil }
 //
-// (The package is berm; its directory is sdk.) Build it with
+// (The package is berm; its directory is sdk.) berm build derives the
+// manifest from the registrations (each tool's parameters are the JSON
+// Schema of its argument type), writes the export of each tool, builds a
+// wasip1 reactor and attaches the manifest; see `berm build --help`.
+//
+// A program may instead export its tools itself and carry a manifest written
+// by hand (examples/hello does): one //go:wasmexport berm_tool_<name>
+// function per tool, each around Handle, built with
 //
 //	GOOS=wasip1 GOARCH=wasm go build -buildmode=c-shared -o raw.wasm .
 //
-// and attach the manifest (a .berm.abi custom section) to make the image; see
-// examples/README.md.
+// and the manifest attached as a .berm.abi custom section (examples/README.md).
 //
 // Off WebAssembly the package talks to a FakeHost instead, so that a
 // program's tools run under plain go test.

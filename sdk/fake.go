@@ -72,6 +72,10 @@ func (h *FakeHost) Run(tool func()) {
 	tool()
 }
 
+// RunTool runs the tool registered (with Tool) under name as one call to h,
+// as Run does.
+func (h *FakeHost) RunTool(name string) { h.Run(func() { Run(name) }) }
+
 func hostcall(number uint64, ptr unsafe.Pointer, n uint32) uint64 {
 	h := current
 	if h == nil {
