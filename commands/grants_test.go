@@ -267,6 +267,23 @@ func TestGrantsServeHTTP(t *testing.T) {
 	if got := runTool(t, root, "fetch", "fetch", `{"url":"`+srv.URL+`/x"}`); !strings.Contains(got.result, `"body":"from the server"`) {
 		t.Errorf("berm run fetch of the granted server = %+v", got)
 	}
+
+	// Deployed through the control API from another root, the grant names
+	// the server's directory and travels with the deployment.
+	out = berm(t, t.TempDir(), "deploy", "--server", base, "--example", "files", "remote", "--allow-dir", notes+":/remote")
+	if !strings.Contains(out, "directory "+notes+" at /remote, read-only") {
+		t.Errorf("deploy --server does not show the grant:\n%s", out)
+	}
+	if ls := berm(t, root, "ls"); !strings.Contains(ls, " ro:/remote ") {
+		t.Errorf("the server's ls lacks the grant deployed through it:\n%s", ls)
+	}
+	waitFor(t, "remote_read served", func() bool { return toolNames(t, cs)["remote_read"] })
+	if got, want := mcpTool(t, cs, "remote_read", `{"path":"/remote/a.txt"}`), (outcome{result: "from the note\n"}); got != want {
+		t.Errorf("remote_read = %+v, want %+v", got, want)
+	}
+	if got := mcpTool(t, cs, "remote_read", `{"path":"/data/a.txt"}`); !strings.Contains(got.failure, "outside the directories this deployment grants (/remote)") {
+		t.Errorf("remote_read of another deployment's grant = %+v", got)
+	}
 }
 
 // TestGrantsProject: berm.toml's [sandbox] deploys with its grants, each
