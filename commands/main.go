@@ -116,6 +116,8 @@ it once and instantiates it anew for every call.
 			newSearchCommand(e),
 			newPublishCommand(e),
 			newConfigCommand(e),
+			newBuildCommand(e),
+			newNewCommand(e),
 		},
 	}
 	for _, cmd := range root.Commands {

@@ -18,7 +18,7 @@ import (
 // projectFile is a program's project file, in the directory berm runs in.
 const projectFile = "berm.toml"
 
-// maxProjectFile is far past three keys.
+// maxProjectFile is far past what a project says.
 const maxProjectFile = 64 << 10
 
 // project is berm.toml: what `berm push` and `berm deploy` do without
@@ -36,6 +36,25 @@ type project struct {
 	// Sandbox is what a deploy grants the program, in the keys of a WASI
 	// sandbox: the flags of berm deploy add to it.
 	Sandbox *sandboxTable `toml:"sandbox"`
+
+	// Lang is what berm build builds: "go" (the default), "rust" or "c".
+	Lang string `toml:"lang"`
+	// The manifest of a Rust or C program, which berm build attaches; a Go
+	// program registers the same with the SDK instead (berm.Usage,
+	// berm.Syscalls, berm.Calls, berm.Tool).
+	Usage    string        `toml:"usage"`
+	Syscalls []string      `toml:"syscalls"`
+	Calls    []string      `toml:"calls"`
+	Tools    []projectTool `toml:"tools"`
+}
+
+// projectTool is one [[tools]] of berm.toml.
+type projectTool struct {
+	Name        string `toml:"name"`
+	Description string `toml:"description"`
+	// Parameters is the JSON Schema of the tool's arguments: a string of
+	// JSON, or a TOML table; {"type":"object"} when absent.
+	Parameters any `toml:"parameters"`
 }
 
 // sandboxTable is berm.toml's [sandbox].
