@@ -300,3 +300,19 @@ func TestReproducible(t *testing.T) {
 		}
 	}
 }
+
+// TestInstall follows the README's Install section as a new user would
+// (testdata/install.sh): verify the download against checksums.txt, unpack
+// it, put it on PATH, run berm version.
+func TestInstall(t *testing.T) {
+	dir, version, commit := dist(t)
+	out, err := exec.Command("bash", "testdata/install.sh", dir, version).CombinedOutput()
+	if err != nil {
+		t.Fatalf("install.sh: %v\n%s", err, out)
+	}
+	for _, want := range []string{": OK\n", "berm v" + version + "\n", "rev  " + commit + "\n"} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("install.sh printed no %q:\n%s", want, out)
+		}
+	}
+}
