@@ -118,6 +118,7 @@ it once and instantiates it anew for every call.
 			newConfigCommand(e),
 			newBuildCommand(e),
 			newNewCommand(e),
+			newDevCommand(e),
 		},
 	}
 	for _, cmd := range root.Commands {
