@@ -399,3 +399,23 @@ func TestDeployCountsWASIFunctionsOnce(t *testing.T) {
 		t.Errorf("deploy does not say %q:\n%s", want, out)
 	}
 }
+
+// TestUsageResourceGrantsWithoutHostPaths: the usage resource tells a model
+// where its program sees each granted directory, and not where the
+// directory is on the host, which the model cannot reach and the program
+// is never shown (sandbox.FS.String, the refusals of berm.set).
+func TestUsageResourceGrantsWithoutHostPaths(t *testing.T) {
+	t.Skip("BUG: mcpserve/hints.go usageText lists p.Grants.Lines(), which names the host directory (\"directory /srv/notes at /data, read-only\"): a model is shown a host path it cannot use and may try; give it the guest path only (\"directory /data, read-only\")")
+	root := t.TempDir()
+	_, notes := grantedTree(t)
+	berm(t, root, "deploy", "--example", "files", "--allow-dir", notes+":/data")
+	cs, _, _ := connectStdio(t, root, nil)
+	res, err := cs.ReadResource(context.Background(), &mcp.ReadResourceParams{URI: "berm://files/usage"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := res.Contents[0].Text
+	if !strings.Contains(text, "/data, read-only") || strings.Contains(text, notes) {
+		t.Errorf("the usage resource's grants:\n%s", text)
+	}
+}
