@@ -117,7 +117,7 @@ func reachFor(syscalls, calls, imports []string) []string {
 		out = append(out, "calls "+c)
 	}
 	wasi := map[string]bool{}
-	others := 0
+	others := map[string]bool{} // by name: Go's linker imports some twice
 	for _, imp := range imports {
 		module, name, _ := strings.Cut(imp, ".")
 		if module != "wasi_snapshot_preview1" {
@@ -127,7 +127,7 @@ func reachFor(syscalls, calls, imports []string) []string {
 		if what, ok := wasiReach[name]; ok {
 			wasi[what] = true
 		} else {
-			others++
+			others[name] = true
 		}
 	}
 	// One line for WASI: what a grant controls, then a count of the rest
@@ -138,8 +138,8 @@ func reachFor(syscalls, calls, imports []string) []string {
 			parts = append(parts, what)
 		}
 	}
-	if others > 0 {
-		parts = append(parts, fmt.Sprintf("%d more functions", others))
+	if len(others) > 0 {
+		parts = append(parts, fmt.Sprintf("%d more functions", len(others)))
 	}
 	if len(parts) > 0 {
 		out = append(out, "WASI "+strings.Join(parts, ", "))

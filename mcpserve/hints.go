@@ -85,7 +85,7 @@ func usageText(p *service.Program) string {
 		b.WriteString("\n\n")
 	}
 	b.WriteString("## What this deployment grants\n\n")
-	lines := p.Grants.Lines()
+	lines := p.Grants.GuestLines() // a model is never shown the host's paths
 	if len(lines) == 0 {
 		b.WriteString("Nothing beyond its arguments and its own key-value data: no files, no environment variables, no network.\n")
 	}

@@ -272,10 +272,15 @@ func (g *Grants) Environ(lookup func(string) (string, bool)) []string {
 	return out
 }
 
-// Lines describes every grant, one a line, in words a person or a model
-// can act on. Values given to environment variables are not shown: they may
-// be secrets.
-func (g *Grants) Lines() []string {
+// Lines describes every grant, one a line, in words an operator can act on.
+// Values given to environment variables are not shown: they may be secrets.
+func (g *Grants) Lines() []string { return g.lines(true) }
+
+// GuestLines is Lines as the program sees its grants, for a model: each
+// directory by the path the program reaches it at, never the host's.
+func (g *Grants) GuestLines() []string { return g.lines(false) }
+
+func (g *Grants) lines(hostPaths bool) []string {
 	if g.IsZero() {
 		return nil
 	}
@@ -285,7 +290,7 @@ func (g *Grants) Lines() []string {
 		if d.Write {
 			mode = "read-write"
 		}
-		if d.Guest == filepath.ToSlash(d.Host) {
+		if !hostPaths || d.Guest == filepath.ToSlash(d.Host) {
 			out = append(out, fmt.Sprintf("directory %s, %s", d.Guest, mode))
 		} else {
 			out = append(out, fmt.Sprintf("directory %s at %s, %s", d.Host, d.Guest, mode))

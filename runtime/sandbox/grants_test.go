@@ -170,6 +170,10 @@ func TestDescribe(t *testing.T) {
 			t.Errorf("Lines lack %q:\n%s", want, lines)
 		}
 	}
+	guest := strings.Join(g.GuestLines(), "\n")
+	if !strings.Contains(guest, "directory /notes, read-write") || strings.Contains(guest, "/srv/notes") {
+		t.Errorf("GuestLines name a host path, or not the guest's:\n%s", guest)
+	}
 	if strings.Contains(lines, secret) {
 		t.Errorf("Lines show a value given to a variable, which may be a secret:\n%s", lines)
 	}
