@@ -74,7 +74,7 @@ var hints = []struct {
 	{registry.ErrUnauthorized, "log in first: echo \"$TOKEN\" | berm login --username NAME REGISTRY"},
 	{registry.ErrNotFound, "check the reference (host/repo:tag); berm push REF FILE publishes one"},
 	{control.ErrUnauthorized, "give the server's token with --token or BERM_TOKEN"},
-	{control.ErrUnreachable, "is berm serve running there? check --server or BERM_SERVER"},
+	{control.ErrUnreachable, "is berm serve running there? check --server, --context, BERM_SERVER and BERM_CONTEXT (berm context show says which one chose it)"},
 }
 
 // printError prints err and its hint. An error may quote what a registry,
