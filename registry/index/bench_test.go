@@ -107,7 +107,9 @@ func BenchmarkCommand(b *testing.B) {
 				}
 			}
 			git := func(dir string, args ...string) {
-				cmd := exec.Command(gitBin, append([]string{"-C", dir}, args...)...)
+				// No background gc: it would still be writing when the
+				// temporary directory is removed.
+				cmd := exec.Command(gitBin, append([]string{"-C", dir, "-c", "gc.auto=0"}, args...)...)
 				cmd.Env = append(os.Environ(), "GIT_AUTHOR_NAME=b", "GIT_AUTHOR_EMAIL=b@b", "GIT_COMMITTER_NAME=b", "GIT_COMMITTER_EMAIL=b@b")
 				if out, err := cmd.CombinedOutput(); err != nil {
 					b.Fatalf("git %s: %v\n%s", strings.Join(args, " "), err, out)
