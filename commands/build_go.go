@@ -54,15 +54,19 @@ func init() {
 }
 `
 
+// sdkSymbol is the SDK's package as Go's linker names its functions in a
+// wasm name section ('/' and '-' become '_').
+const sdkSymbol = "github.com_berm_dev_berm_sdk"
+
 // goSyscallFuncs maps the SDK's functions that make a host syscall to the
 // syscall each needs declared. They are //go:noinline in the SDK, so a
 // program that calls one links it by that name.
 var goSyscallFuncs = map[string]string{
-	sdkImport + ".Get":    "berm.get",
-	sdkImport + ".Set":    "berm.set",
-	sdkImport + ".Delete": "berm.delete",
-	sdkImport + ".Now":    "berm.now",
-	sdkImport + ".HTTP":   "berm.http",
+	sdkSymbol + ".Get":    "berm.get",
+	sdkSymbol + ".Set":    "berm.set",
+	sdkSymbol + ".Delete": "berm.delete",
+	sdkSymbol + ".Now":    "berm.now",
+	sdkSymbol + ".HTTP":   "berm.http",
 }
 
 // goBuildTimes is where a Go build's time went, for the benchmarks.
@@ -91,26 +95,14 @@ func buildGoModule(ctx context.Context, dir string, times *goBuildTimes) (module
 	defer os.RemoveAll(tmp)
 
 	start := time.Now()
-	describeBin := filepath.Join(tmp, "describe")
-	if err := goBuild(ctx, goTool, dir, tmp, "describe", goDescribeSource, nil, "-o", describeBin, "."); err != nil {
-		return nil, nil, err
-	}
-	out, err := runDescribe(ctx, describeBin, dir)
+	d, err := describeGo(ctx, goTool, dir, tmp)
 	if err != nil {
 		return nil, nil, err
 	}
 	times.describe = time.Since(start)
 
 	start = time.Now()
-	var d goDescription
-	if err := json.Unmarshal(out, &d); err != nil {
-		return nil, nil, fmt.Errorf("build: the SDK's description of the program: %w", err)
-	}
-	if len(d.Tools) == 0 {
-		return nil, nil, withHint(errors.New("build: the program registers no tool"),
-			"register each tool from an init function: berm.Tool(\"name\", \"what it does and when to reach for it\", fn)")
-	}
-	payload, err = goManifest(&d)
+	payload, err = goManifest(d)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -119,7 +111,7 @@ func buildGoModule(ctx context.Context, dir string, times *goBuildTimes) (module
 	start = time.Now()
 	raw := filepath.Join(tmp, "raw.wasm")
 	wasmEnv := []string{"GOOS=wasip1", "GOARCH=wasm"}
-	if err := goBuild(ctx, goTool, dir, tmp, "exports", goExportsSource(&d), wasmEnv,
+	if err := goBuild(ctx, goTool, dir, tmp, "exports", goExportsSource(d), wasmEnv,
 		"-trimpath", "-buildvcs=false", "-buildmode=c-shared", "-o", raw, "."); err != nil {
 		return nil, nil, err
 	}
@@ -129,11 +121,33 @@ func buildGoModule(ctx context.Context, dir string, times *goBuildTimes) (module
 		return nil, nil, err
 	}
 	start = time.Now()
-	if err := checkGoReach(module, &d); err != nil {
+	if err := checkGoReach(module, d); err != nil {
 		return nil, nil, err
 	}
 	times.derive += time.Since(start)
 	return module, payload, nil
+}
+
+// describeGo builds the program natively and runs it to read what it
+// registers.
+func describeGo(ctx context.Context, goTool, dir, tmp string) (*goDescription, error) {
+	bin := filepath.Join(tmp, "describe")
+	if err := goBuild(ctx, goTool, dir, tmp, "describe", goDescribeSource, nil, "-o", bin, "."); err != nil {
+		return nil, err
+	}
+	out, err := runDescribe(ctx, bin, dir)
+	if err != nil {
+		return nil, err
+	}
+	var d goDescription
+	if err := json.Unmarshal(out, &d); err != nil {
+		return nil, fmt.Errorf("build: the SDK's description of the program: %w", err)
+	}
+	if len(d.Tools) == 0 {
+		return nil, withHint(errors.New("build: the program registers no tool"),
+			"register each tool from an init function: berm.Tool(\"name\", \"what it does and when to reach for it\", fn)")
+	}
+	return &d, nil
 }
 
 // goBuild runs go build in dir with source overlaid as the generated file.
@@ -269,7 +283,7 @@ func checkGoReach(module []byte, d *goDescription) error {
 		return withHint(fmt.Errorf("build: the program calls %s without declaring it: a host would trap the call", strings.Join(missing, ", ")),
 			"declare it beside the tools: berm.Syscalls(%s)", strings.Join(quoted, ", "))
 	}
-	if slices.Contains(names, sdkImport+".Call") && len(d.Calls) == 0 {
+	if slices.Contains(names, sdkSymbol+".Call") && len(d.Calls) == 0 {
 		return withHint(errors.New("build: the program uses berm.Call but declares no target: a host refuses every call"),
 			"declare each target beside the tools: berm.Calls(\"program.tool\")")
 	}

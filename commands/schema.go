@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -74,7 +75,24 @@ func inferSchema(d *goTypeDesc) ([]byte, error) {
 	if len(s.Types) == 2 && s.Types[0] == "null" {
 		s.Type, s.Types = s.Types[1], nil
 	}
+	nullEnums(s)
 	return json.Marshal(s)
+}
+
+// nullEnums adds null to the enum of a schema that allows null (a pointer
+// to an Enum type), which the enum would otherwise refuse.
+func nullEnums(s *jsonschema.Schema) {
+	if s == nil {
+		return
+	}
+	if s.Enum != nil && slices.Contains(s.Types, "null") && !slices.Contains(s.Enum, nil) {
+		s.Enum = append(s.Enum, nil)
+	}
+	for _, p := range s.Properties {
+		nullEnums(p)
+	}
+	nullEnums(s.Items)
+	nullEnums(s.AdditionalProperties)
 }
 
 // checkType refuses, naming the field, what JSON Schema cannot express.
