@@ -165,12 +165,11 @@ func (im *image) addBlob(mediaType string, b []byte) ocispec.Descriptor {
 // on the Go release's compressor).
 func rootfs(s spec, bin []byte) (gz []byte, diffID digest.Digest, err error) {
 	type entry struct {
-		name     string
-		mode     int64
-		uid      int
-		body     []byte
-		dir      bool
-		typeflag byte
+		name string
+		mode int64
+		uid  int
+		body []byte
+		dir  bool
 	}
 	passwd := fmt.Sprintf("root:x:0:0:root:/root:/sbin/nologin\nberm:x:%d:%d:berm:/%s:/sbin/nologin\n", uid, uid, dataDir)
 	group := fmt.Sprintf("root:x:0:\nberm:x:%d:\n", uid)
@@ -198,7 +197,6 @@ func rootfs(s spec, bin []byte) (gz []byte, diffID digest.Digest, err error) {
 			Gid:     e.uid,
 			ModTime: s.Created.UTC().Truncate(time.Second),
 			Size:    int64(len(e.body)),
-			Format:  tar.FormatPAX,
 		}
 		h.Typeflag = tar.TypeReg
 		if e.dir {
