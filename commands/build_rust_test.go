@@ -32,6 +32,9 @@ func needRust(tb testing.TB) (rustc, cargo string) {
 // its tool through the runtime; then runs the scaffold's own test, cargo test,
 // with the same toolchain.
 func TestBuildRust(t *testing.T) {
+	if testing.Short() {
+		t.Skip("cargo builds the scaffold three times, ~20 s")
+	}
 	rustc, cargo := needRust(t)
 	dir, root := scaffoldProject(t, "rust", "wc")
 	image := buildScaffold(t, dir, root)
@@ -109,6 +112,9 @@ func TestBuildRustErrors(t *testing.T) {
 		}
 	})
 
+	if testing.Short() {
+		t.Skip("the rest runs cargo")
+	}
 	needRust(t)
 	t.Run("compile error", func(t *testing.T) {
 		dir, _ := scaffoldProject(t, "rust", "broken")
