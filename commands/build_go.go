@@ -21,7 +21,7 @@ import (
 // machine, both with an overlay (go build -overlay) that adds one generated
 // file to the program's package without writing into its directory:
 //
-//  1. a native build whose generated init calls berm.Describe and exits, so
+//  1. a native build (tag bermdescribe: no FakeHost) whose generated init calls berm.Describe and exits, so
 //     that running it prints what the program registered (package main's
 //     inits run in file-name order, and the generated file's name sorts
 //     last); the manifest is derived from that;
@@ -132,7 +132,7 @@ func buildGoModule(ctx context.Context, dir string, times *goBuildTimes) (module
 // registers.
 func describeGo(ctx context.Context, goTool, dir, tmp string) (*goDescription, error) {
 	bin := filepath.Join(tmp, "describe")
-	if err := goBuild(ctx, goTool, dir, tmp, "describe", goDescribeSource, nil, "-o", bin, "."); err != nil {
+	if err := goBuild(ctx, goTool, dir, tmp, "describe", goDescribeSource, nil, "-tags", "bermdescribe", "-o", bin, "."); err != nil {
 		return nil, err
 	}
 	out, err := runDescribe(ctx, bin, dir)
