@@ -12,7 +12,7 @@ import (
 // TestImages checks that every example's committed image carries the
 // manifest beside its source: run `make examples` when it does not.
 func TestImages(t *testing.T) {
-	if got, want := Names(), []string{"fetch", "files", "hello"}; !reflect.DeepEqual(got, want) {
+	if got, want := Names(), []string{"fetch", "files", "hello", "jsonfmt", "wc"}; !reflect.DeepEqual(got, want) {
 		t.Errorf("Names() = %q, want %q", got, want)
 	}
 	for _, name := range Names() {

@@ -9,6 +9,10 @@
 # (no -ldflags=-s): it costs ~70 KB and names functions in trap backtraces.
 GO ?= go
 EXAMPLES := hello fetch files
+# Examples in C and Rust, each rebuilt by its own build.sh (clang and lld;
+# rustc with libstd-rust-dev-wasm32), which says "not compared" when its
+# compiler is missing or another version than the image's.
+EXAMPLES_SH := wc jsonfmt
 EXAMPLE_BUILD := GOOS=wasip1 GOARCH=wasm CGO_ENABLED=0 $(GO) build -trimpath -buildvcs=false -buildmode=c-shared
 
 # $(call example,NAME,OUT,TMPDIR) builds examples/NAME into OUT.
@@ -21,7 +25,8 @@ examples:
 	for e in $(EXAMPLES); do \
 		echo "build examples/$$e/$$e.wasm"; \
 		$(call example,$$e,examples/$$e/$$e.wasm,$$tmp); \
-	done
+	done; \
+	for e in $(EXAMPLES_SH); do echo "build examples/$$e/$$e.wasm"; examples/$$e/build.sh; done
 
 # The same sources build the same bytes only with the same Go: an image built
 # by another Go than this one is not compared (it says so), since CI may run a
@@ -41,4 +46,5 @@ check-examples:
 		if cmp -s "$$f" "$$tmp/$$e.wasm"; then echo "check-examples: $$f matches its sources"; \
 		else echo "check-examples: $$f differs from what ./examples/$$e builds to (make examples)"; bad=1; fi; \
 	done; \
+	for e in $(EXAMPLES_SH); do examples/$$e/build.sh check || bad=1; done; \
 	exit $$bad
