@@ -38,12 +38,13 @@ deps:
 
 # test is what CI runs: the committed images against their sources, vet,
 # gofmt, every test, then the concurrent packages again under the race
-# detector.
+# detector, then the release of HEAD built twice and checked (release-test).
 test: deps check-fixtures check-examples
 	$(GO) vet ./...
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || (gofmt -l $$(git ls-files '*.go'); echo "gofmt: files above need formatting"; exit 1)
 	$(GO) test -count=1 ./...
 	@$(MAKE) --no-print-directory test-race
+	@$(MAKE) --no-print-directory release-test
 
 # test-race runs the packages with goroutines of their own (the server, the
 # runtime's workers and store, the service, the commands in-process) under the
