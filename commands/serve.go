@@ -14,7 +14,9 @@ import (
 	"github.com/urfave/cli/v3"
 
 	"github.com/berm-dev/berm/internal/service"
+	"github.com/berm-dev/berm/manifest"
 	"github.com/berm-dev/berm/mcpserve"
+	"github.com/berm-dev/berm/runtime"
 )
 
 type serveOptions struct {
@@ -26,6 +28,8 @@ type serveOptions struct {
 	logFormat     string
 	logLevel      string // "" takes the transport's default
 	plainHTTP     bool
+	// catalog offers models berm_search over the server's index.
+	catalog bool
 	limitOptions
 	totalMemory string
 }
@@ -70,6 +74,7 @@ flags and --root.`,
 			&cli.IntFlag{Name: "max-sessions", Value: mcpserve.DefaultMaxSessions, Usage: "MCP sessions held at once; past it a new one is refused (503)"},
 			&cli.DurationFlag{Name: "session-idle", Value: mcpserve.DefaultSessionIdle, Usage: "an MCP session without a request for this long ends"},
 			&cli.BoolFlag{Name: "metrics", Usage: "serve Prometheus metrics at GET /metrics (under the same token and Host rules as every route)"},
+			&cli.BoolFlag{Name: "catalog", Usage: "offer models the read-only tool berm_search over the index of the server's root (berm config set index URL); it deploys nothing"},
 			&cli.StringFlag{Name: "tool-names", Value: "underscore", Usage: "underscore serves {program}_{tool}; dotted serves {program}.{tool}, for clients that accept dots"},
 			&cli.IntFlag{Name: "max-concurrent", Value: mcpserve.DefaultMaxConcurrent, Usage: "calls that run at once; past it calls wait"},
 			&cli.StringFlag{Name: "log-format", Value: "text", Usage: "text or json"},
@@ -96,6 +101,7 @@ flags and --root.`,
 					SessionIdle:  cmd.Duration("session-idle"),
 					Metrics:      cmd.Bool("metrics"),
 				},
+				catalog:       cmd.Bool("catalog"),
 				toolNames:     cmd.String("tool-names"),
 				maxConcurrent: int(cmd.Int("max-concurrent")),
 				logFormat:     cmd.String("log-format"),
@@ -189,9 +195,15 @@ func runServe(ctx context.Context, e *env, opts serveOptions) error {
 		return err
 	}
 	defer rt.Close(context.WithoutCancel(ctx))
-	svc := service.New(rt, st, &service.Options{Check: mcpserve.Checker(naming), Logger: logger})
+	check := mcpserve.Checker(naming)
+	if opts.catalog {
+		check = catalogChecker(check, naming)
+	}
+	svc := service.New(rt, st, &service.Options{Check: check, Logger: logger})
 	srv = mcpserve.New(svc, &mcpserve.Options{
 		Puller:        registryPuller{plainHTTP: opts.plainHTTP, st: st},
+		Search:        serverSearch(st.Root(), ""),
+		Catalog:       opts.catalog,
 		Naming:        naming,
 		MaxConcurrent: opts.maxConcurrent,
 		Logger:        logger,
@@ -250,5 +262,19 @@ func tuneGC() {
 	}
 	if os.Getenv("GOMEMLIMIT") == "" {
 		debug.SetMemoryLimit(2 << 30)
+	}
+}
+
+// catalogChecker refuses, beside what check refuses, a program whose tool
+// would be served under berm_search's own name.
+func catalogChecker(check func(string, *manifest.Manifest) error, naming mcpserve.Naming) func(string, *manifest.Manifest) error {
+	return func(name string, m *manifest.Manifest) error {
+		for _, t := range m.Tools {
+			if naming.Name(name, t.Name) == mcpserve.SearchToolName {
+				return fmt.Errorf("%s: its tool %s would be served as %s, which --catalog serves: %w",
+					name, t.Name, mcpserve.SearchToolName, runtime.ErrRefused)
+			}
+		}
+		return check(name, m)
 	}
 }

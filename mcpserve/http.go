@@ -201,6 +201,9 @@ func (s *Server) Handler(cfg HTTPConfig) http.Handler {
 	if cfg.Metrics {
 		mux.Handle("GET /metrics", s.metricsHandler())
 	}
+	if s.opts.Search != nil {
+		mux.Handle("GET /v1/search", SearchHandler(s.opts.Search))
+	}
 	return withDeadlines(cfg.ReadTimeout, cfg.WriteTimeout, s.guard(cfg, mux))
 }
 

@@ -68,6 +68,11 @@ type Options struct {
 	Version string
 	// Puller, when set, lets the control API deploy from OCI references.
 	Puller Puller
+	// Search, when set, answers the control API's GET /v1/search from the
+	// server's index; with Catalog, models may search it too, through the
+	// read-only tool berm_search, which deploys nothing.
+	Search  SearchFunc
+	Catalog bool
 }
 
 // Puller pulls an OCI reference for a deploy through the control API,
@@ -147,6 +152,9 @@ func New(svc *service.Service, opts *Options) *Server {
 			Logging:   &mcp.LoggingCapabilities{},
 		},
 	})
+	if o.Catalog && o.Search != nil {
+		AddSearchTool(s.mcp, o.Search)
+	}
 	// The instructions name the programs deployed when a client connects,
 	// which the SDK's fixed ServerOptions.Instructions cannot.
 	s.mcp.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
