@@ -9,7 +9,9 @@ import (
 	"github.com/berm-dev/berm/internal/control"
 	"github.com/berm-dev/berm/manifest"
 	"github.com/berm-dev/berm/registry"
+	"github.com/berm-dev/berm/registry/index"
 	"github.com/berm-dev/berm/runtime"
+	"github.com/berm-dev/berm/runtime/sandbox"
 	"github.com/berm-dev/berm/runtime/store"
 )
 
@@ -64,6 +66,8 @@ var hints = []struct {
 	hint string
 }{
 	{store.ErrNotDeployed, "`berm ls` lists what is deployed (with --server, on that server)"},
+	{index.ErrLayer, "the registry and the index disagree on what this reference is: deploy nothing from it until its publisher or the index's maintainers say which is right"},
+	{sandbox.ErrGrant, "see `berm deploy --help` for the grant flags; a directory must exist on the machine that runs the program"},
 	{runtime.ErrNoTool, "`berm inspect NAME` lists a program's tools"},
 	{runtime.ErrLimit, "raise the limit with --max-args or --max-result"},
 	{runtime.ErrArguments, "`berm inspect NAME` shows each tool's parameters"},
