@@ -13,9 +13,10 @@ import (
 // hints are what a client may assume of a program's tools, from what its
 // deployment grants and what its callees' grant them:
 //
-//   - readOnly: no read-write directory, no berm.set or berm.delete declared,
-//     and the same of every served program it may reach through berm.call,
-//     transitively (a callee not served is refused, so it writes nothing);
+//   - readOnly: no read-write directory, no network host granted (berm.http
+//     sends any method), no berm.set or berm.delete declared, and the same of
+//     every served program it may reach through berm.call, transitively (a
+//     callee not served is refused, so it writes nothing);
 //   - openWorld: a network host is granted to it or to such a callee.
 //
 // They are recomputed whenever a program it may reach is served or removed.
@@ -41,7 +42,8 @@ func (s *Server) hintsOf(p *service.Program) hints {
 			h.readOnly = false
 		}
 		if p.Grants.Network() {
-			h.openWorld = true
+			// berm.http sends any method: a POST changes the world.
+			h.openWorld, h.readOnly = true, false
 		}
 		for _, c := range p.Manifest.Calls {
 			name, _, err := manifest.SplitFullName(c)

@@ -196,7 +196,7 @@ func (s *Server) Handler(cfg HTTPConfig) http.Handler {
 	mux.HandleFunc("GET /v1/programs/{name}", s.getProgram)
 	mux.HandleFunc("DELETE /v1/programs/{name}", s.deleteProgram)
 	mux.HandleFunc("PUT /v1/programs/{name}", func(w http.ResponseWriter, r *http.Request) {
-		s.putProgram(w, r, cfg.MaxImage)
+		s.putProgram(w, r, cfg.MaxImage, cfg.Token != "")
 	})
 	if cfg.Metrics {
 		mux.Handle("GET /metrics", s.metricsHandler())
@@ -237,7 +237,10 @@ func (s *Server) deleteProgram(w http.ResponseWriter, r *http.Request) {
 // putProgram deploys the image in the body (application/wasm), or the
 // reference a JSON body names, which the server pulls with its own
 // credentials.
-func (s *Server) putProgram(w http.ResponseWriter, r *http.Request, maxImage int64) {
+//
+// Grants are refused unless the server has a token: on loopback without
+// one, any local user could grant a program berm's own directories.
+func (s *Server) putProgram(w http.ResponseWriter, r *http.Request, maxImage int64, tokened bool) {
 	name := r.PathValue("name")
 	body, ok := readBody(w, r, maxImage, "image", runtime.ErrRefused)
 	if !ok {
@@ -245,6 +248,11 @@ func (s *Server) putProgram(w http.ResponseWriter, r *http.Request, maxImage int
 	}
 	var grants *sandbox.Grants
 	if g := r.URL.Query().Get(control.GrantsParam); g != "" {
+		if !tokened {
+			writeError(w, http.StatusForbidden, "grant", fmt.Errorf("%w: this server has no token, so it takes no grants through its control API: "+
+				"any local user could grant a program berm's own files (start it with --token, or deploy with grants into its root)", sandbox.ErrGrant))
+			return
+		}
 		grants = new(sandbox.Grants)
 		dec := json.NewDecoder(strings.NewReader(g))
 		dec.DisallowUnknownFields()

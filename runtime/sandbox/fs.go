@@ -9,6 +9,7 @@ import (
 	"path"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -31,6 +32,7 @@ type FS struct {
 	root  *os.Root
 	guest string
 	write bool
+	open  atomic.Int64 // files open through it: MaxOpenFiles at most
 }
 
 var _ experimentalsys.FS = (*FS)(nil)
@@ -44,7 +46,7 @@ func Mount(d Dir) (*FS, error) {
 	if !filepath.IsAbs(d.Host) {
 		return nil, fmt.Errorf("%w: directory %s: the host path is not absolute", ErrGrant, d.Host)
 	}
-	root, err := os.OpenRoot(d.Host)
+	root, err := openRoot(d.Host)
 	if err != nil {
 		return nil, fmt.Errorf("%w: directory %s: %w", ErrGrant, d.Host, pathErr(err))
 	}
@@ -52,7 +54,7 @@ func Mount(d Dir) (*FS, error) {
 		root.Close()
 		return nil, fmt.Errorf("%w: directory %s: %w", ErrGrant, d.Host, why)
 	}
-	// OpenRoot follows a link; the path itself must not be one.
+	// openRoot followed no link; the path must still name what it opened.
 	named, err := os.Lstat(d.Host)
 	if err != nil {
 		return refuse(pathErr(err))
@@ -188,10 +190,17 @@ func (f *FS) OpenFile(p string, flag experimentalsys.Oflag, perm fs.FileMode) (e
 	}
 	file := &file{fs: f, f: osf, name: name, flag: flag, append: flag&experimentalsys.O_APPEND != 0}
 	st, errno := file.Stat()
-	if errno == 0 && !st.Mode.IsRegular() && !st.Mode.IsDir() {
+	if errno == 0 && (!st.Mode.IsRegular() && !st.Mode.IsDir() || pseudo(osf)) {
 		// A named pipe, a socket or a device: reading or writing one can
 		// block past the call's deadline, or reach beyond the directory.
+		// A file of /proc or /sys is the host's memory or settings.
 		errno = experimentalsys.EACCES
+	}
+	if errno == 0 && f.open.Add(1) > MaxOpenFiles {
+		// One call holding every descriptor would starve the server.
+		// (wazero's errors have no EMFILE; EAGAIN says to try later.)
+		f.open.Add(-1)
+		errno = experimentalsys.EAGAIN
 	}
 	if errno != 0 {
 		osf.Close()
@@ -199,6 +208,10 @@ func (f *FS) OpenFile(p string, flag experimentalsys.Oflag, perm fs.FileMode) (e
 	}
 	return file, 0
 }
+
+// MaxOpenFiles bounds the files and directories open at once through one
+// granted directory, by every instance of its program together.
+const MaxOpenFiles = 1024
 
 // Lstat implements sys.FS.
 func (f *FS) Lstat(p string) (sys.Stat_t, experimentalsys.Errno) {
@@ -338,14 +351,20 @@ func (f *FS) Symlink(target, link string) experimentalsys.Errno {
 }
 
 // escapes reports whether target, read from a link at link (relative to
-// the root), names something outside the root.
+// the root), could name something outside the root: any ".." counts, since
+// a link that climbs can be renamed, or reached through another link, to
+// climb out (d -> ".", then d/x -> "../out" is "../out" at the top).
 func escapes(target, link string) bool {
 	if target == "" || path.IsAbs(target) || filepath.IsAbs(target) || filepath.VolumeName(target) != "" ||
 		filepath.Separator == '\\' && strings.ContainsRune(target, '\\') {
 		return true
 	}
-	at := path.Join(path.Dir(link), target)
-	return at == ".." || strings.HasPrefix(at, "../")
+	for _, el := range strings.Split(target, "/") {
+		if el == ".." {
+			return true
+		}
+	}
+	return false
 }
 
 // Readlink implements sys.FS.

@@ -355,5 +355,6 @@ func (f *file) Close() experimentalsys.Errno {
 		return 0
 	}
 	f.closed = true
+	f.fs.open.Add(-1)
 	return errnoOf(f.f.Close())
 }

@@ -20,6 +20,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"unicode"
 )
 
 // Grants are what one deployment lets its program reach.
@@ -117,8 +118,8 @@ func (d Dir) clean() (Dir, error) {
 	if d.Guest == "" {
 		d.Guest = filepath.ToSlash(host)
 	}
-	if !strings.HasPrefix(d.Guest, "/") || strings.ContainsRune(d.Guest, 0) {
-		return Dir{}, fmt.Errorf("%w: directory %s: the guest path %q is not absolute", ErrGrant, d.Host, d.Guest)
+	if !strings.HasPrefix(d.Guest, "/") || strings.ContainsFunc(d.Guest, unicode.IsControl) {
+		return Dir{}, fmt.Errorf("%w: directory %s: the guest path %q is not an absolute path of printable characters", ErrGrant, d.Host, d.Guest)
 	}
 	d.Guest = path.Clean(d.Guest)
 	return d, nil
@@ -135,7 +136,7 @@ func ParseEnv(s string) (Env, error) {
 }
 
 func (e Env) check() error {
-	if e.Name == "" || strings.ContainsAny(e.Name, "=\x00") {
+	if e.Name == "" || strings.ContainsRune(e.Name, '=') || strings.ContainsFunc(e.Name, unicode.IsControl) {
 		return fmt.Errorf("%w: environment variable %q: want NAME or NAME=VALUE", ErrGrant, e.Name)
 	}
 	if e.Value != nil && strings.ContainsRune(*e.Value, 0) {
@@ -226,6 +227,9 @@ func (g *Grants) Check() error {
 		if !info.IsDir() {
 			return fmt.Errorf("%w: directory %s: not a directory", ErrGrant, d.Host)
 		}
+		if real, err := filepath.EvalSymlinks(d.Host); err == nil && real != d.Host {
+			return fmt.Errorf("%w: directory %s: a symbolic link is in its path; grant the directory it points to, %s", ErrGrant, d.Host, real)
+		}
 	}
 	for _, e := range g.Env {
 		if err := e.check(); err != nil {
@@ -306,8 +310,11 @@ func (g *Grants) lines(hostPaths bool) []string {
 	for _, h := range g.Hosts {
 		out = append(out, "network host "+describeHost(h))
 	}
-	if len(g.Args) > 0 {
+	if len(g.Args) > 0 && hostPaths {
 		out = append(out, fmt.Sprintf("arguments %q", g.Args))
+	} else if len(g.Args) > 0 {
+		// A model is not shown them: an argument may be a secret.
+		out = append(out, fmt.Sprintf("arguments (%d, not shown)", len(g.Args)))
 	}
 	if g.Cwd != "" {
 		out = append(out, "working directory "+g.Cwd)

@@ -34,7 +34,7 @@ func TestParseDir(t *testing.T) {
 			t.Errorf("ParseDir(%q) = %+v, %v; want %+v", tt.in, got, err, tt.want)
 		}
 	}
-	for _, bad := range []string{"", ":/data", "/srv:data", "/a:/b:/c", "/a:/b:rx", "/srv:/da\x00ta"} {
+	for _, bad := range []string{"", ":/data", "/srv:data", "/a:/b:/c", "/a:/b:rx", "/srv:/da\x00ta", "/srv:/da\nta"} {
 		if _, err := sandbox.ParseDir(bad); !errors.Is(err, sandbox.ErrGrant) {
 			t.Errorf("ParseDir(%q) = %v, want ErrGrant", bad, err)
 		}
@@ -54,7 +54,7 @@ func TestParseEnv(t *testing.T) {
 	if err != nil || e.Value == nil || *e.Value != "" {
 		t.Errorf("ParseEnv(EMPTY=) = %+v, %v; want the empty value", e, err)
 	}
-	for _, bad := range []string{"", "=x", "A\x00B", "A=\x00"} {
+	for _, bad := range []string{"", "=x", "A\x00B", "A=\x00", "A\nB"} {
 		if _, err := sandbox.ParseEnv(bad); !errors.Is(err, sandbox.ErrGrant) {
 			t.Errorf("ParseEnv(%q) = %v, want ErrGrant", bad, err)
 		}
@@ -118,7 +118,7 @@ func TestCheck(t *testing.T) {
 		"a link":      {sandbox.Grants{Dirs: []sandbox.Dir{{Host: link, Guest: "/l"}}}, "a symbolic link; grant the directory it points to"},
 		"relative":    {sandbox.Grants{Dirs: []sandbox.Dir{{Host: "rel", Guest: "/r"}}}, "canonical"},
 		"same guest":  {sandbox.Grants{Dirs: []sandbox.Dir{{Host: dir, Guest: "/x"}, {Host: "/", Guest: "/x"}}}, "both granted at /x"},
-		"guest":       {sandbox.Grants{Dirs: []sandbox.Dir{{Host: dir, Guest: "x"}}}, "not absolute"},
+		"guest":       {sandbox.Grants{Dirs: []sandbox.Dir{{Host: dir, Guest: "x"}}}, "not an absolute path"},
 		"host form":   {sandbox.Grants{Hosts: []string{"API.example.com"}}, "canonical"},
 		"host syntax": {sandbox.Grants{Hosts: []string{"a b"}}, "a b"},
 		"env":         {sandbox.Grants{Env: []sandbox.Env{{Name: "A=B"}}}, "A=B"},
@@ -171,7 +171,8 @@ func TestDescribe(t *testing.T) {
 		}
 	}
 	guest := strings.Join(g.GuestLines(), "\n")
-	if !strings.Contains(guest, "directory /notes, read-write") || strings.Contains(guest, "/srv/notes") {
+	if !strings.Contains(guest, "directory /notes, read-write") || strings.Contains(guest, "/srv/notes") ||
+		!strings.Contains(guest, "arguments (1, not shown)") || strings.Contains(guest, "-v") {
 		t.Errorf("GuestLines name a host path, or not the guest's:\n%s", guest)
 	}
 	if strings.Contains(lines, secret) {
