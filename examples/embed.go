@@ -18,7 +18,7 @@ import (
 // Each example lives in <name>/ and its image is <name>/<name>.wasm, built
 // by `make examples` (examples.mk).
 //
-//go:embed hello/hello.wasm fetch/fetch.wasm files/files.wasm wc/wc.wasm jsonfmt/jsonfmt.wasm
+//go:embed hello/hello.wasm fetch/fetch.wasm files/files.wasm notes/notes.wasm wc/wc.wasm jsonfmt/jsonfmt.wasm
 var images embed.FS
 
 // Names lists the example programs, sorted.
