@@ -134,6 +134,8 @@ func TestCount(t *testing.T) {
 	// writes, fits a value of the store.
 	if n := len(h.Store[indexKey]); n > 1<<20 {
 		t.Errorf("the index of %d notes is %d bytes, over the store's 1 MiB a value", maxNotes, n)
+	} else {
+		t.Logf("the index of %d notes at their longest: %d bytes", maxNotes, n)
 	}
 	fails(t, h, "add", `{"title":"one more"}`, "there are 1000 notes, the most this program keeps: delete some first (list shows them)")
 	must(t, h, "delete", `{"id":500}`)
