@@ -252,7 +252,7 @@ func TestGrantsServeHTTP(t *testing.T) {
 	defer cs.Close()
 
 	checkHints(t, cs, "files_read", true, false)
-	checkHints(t, cs, "fetch_fetch", true, true)
+	checkHints(t, cs, "fetch_fetch", false, true) // berm.http may POST
 	if got, want := mcpTool(t, cs, "files_read", `{"path":"/data/a.txt"}`), (outcome{result: "from the note\n"}); got != want {
 		t.Errorf("files_read = %+v, want %+v", got, want)
 	}
@@ -271,9 +271,17 @@ func TestGrantsServeHTTP(t *testing.T) {
 		t.Errorf("berm run fetch of the granted server = %+v", got)
 	}
 
-	// Deployed through the control API from another root, the grant names
-	// the server's directory and travels with the deployment.
-	out = berm(t, t.TempDir(), "deploy", "--server", base, "--example", "files", "remote", "--allow-dir", notes+":/remote")
+	// A server without a token takes no grants through its control API:
+	// on loopback, any local user could reach it.
+	refused := bermCmd(t, t.TempDir(), "deploy", "--server", base, "--example", "files", "remote", "--allow-dir", notes+":/remote")
+	if out, err := refused.CombinedOutput(); err == nil || !strings.Contains(string(out), "this server has no token") {
+		t.Errorf("deploy with grants to a server without a token: %v\n%s", err, out)
+	}
+	// Deployed through the control API of a server with a token, from
+	// another root, the grant names the server's directory and travels with
+	// the deployment (the first server serves it too: one root).
+	tokened := startHTTP(t, root, "--token", "tok")
+	out = berm(t, t.TempDir(), "deploy", "--server", tokened, "--token", "tok", "--example", "files", "remote", "--allow-dir", notes+":/remote")
 	if !strings.Contains(out, "directory "+notes+" at /remote, read-only") {
 		t.Errorf("deploy --server does not show the grant:\n%s", out)
 	}
