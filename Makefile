@@ -26,11 +26,18 @@ apt = command -v $(1) >/dev/null || { \
 	{ $(SUDO) apt-get update -qq && $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(2); }; }
 
 # docker-registry serves the registry tests, gcc is the race detector's (cgo),
-# wat2wasm (wabt) rebuilds the fixtures for check-fixtures.
+# wat2wasm (wabt) rebuilds the fixtures for check-fixtures; clang and lld
+# build the C guests, Debian's rustc with its wasm32 std (and cargo) the Rust
+# ones: a rustup toolchain on PATH has no wasm32 target here, so the package
+# is what is checked for.
 deps:
 	@$(call apt,docker-registry,docker-registry)
 	@$(call apt,gcc,gcc libc6-dev)
 	@$(call apt,wat2wasm,wabt)
+	@$(call apt,wasm-ld,clang lld)
+	@dpkg -s libstd-rust-dev-wasm32 >/dev/null 2>&1 || { echo "install rustc, cargo and the wasm32 std (Debian)"; \
+		$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq rustc libstd-rust-dev-wasm32 cargo >/dev/null 2>&1 || \
+		{ $(SUDO) apt-get update -qq && $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq rustc libstd-rust-dev-wasm32 cargo; }; }
 	@command -v oras >/dev/null || { echo "install oras $(ORAS_VERSION)"; $(GO) install oras.land/oras/cmd/oras@$(ORAS_VERSION); }
 	@test -x mcpserve/testdata/npm/node_modules/.bin/mcp-inspector || { \
 		echo "install the MCP Inspector and server-everything (npm)"; \
