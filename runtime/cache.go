@@ -27,6 +27,7 @@ import (
 // scratch cache now holds exactly one entry, under the very key the damaged
 // one has: move it over the damaged one and compile again.
 func (r *Runtime) compile(ctx context.Context, image []byte) (wazero.CompiledModule, error) {
+	start, snap := r.startCompile()
 	// What is compiled is the same program with its data segments merged,
 	// which instantiates several times faster for Go's tens of thousands
 	// (coalesce.go); the program's identity stays the digest of image.
@@ -37,6 +38,7 @@ func (r *Runtime) compile(ctx context.Context, image []byte) (wazero.CompiledMod
 	compiled, err := r.wz.CompileModule(ctx, image)
 	switch {
 	case err == nil:
+		r.observeCompile(start, snap, false)
 		return compiled, nil
 	case hostFault(err):
 		return nil, fmt.Errorf("compile: %w: %w", ErrHost, err)
@@ -51,6 +53,7 @@ func (r *Runtime) compile(ctx context.Context, image []byte) (wazero.CompiledMod
 		// The image compiled in the scratch runtime: this is the cache's doing.
 		return nil, fmt.Errorf("compile: compilation cache: %w: %w", ErrHost, err)
 	}
+	r.observeCompile(start, snap, true)
 	return compiled, nil
 }
 

@@ -130,6 +130,8 @@ type Options struct {
 	// for the host's log. The program and its callers see only that the
 	// syscall met a host error: the error may name the host's files.
 	HostError func(ctx context.Context, program, tool string, err error)
+	// Observer receives compile and instantiate times, for metrics.
+	Observer Observer
 }
 
 // Runtime deploys programs and calls their tools. One wazero runtime
@@ -145,6 +147,7 @@ type Runtime struct {
 	hostModules  map[string]*hostModule
 	log          func(ctx context.Context, program, tool string, line []byte)
 	hostErr      func(ctx context.Context, program, tool string, err error)
+	observer     Observer
 	budget       memoryBudget
 	regions      regionPool
 
@@ -176,6 +179,7 @@ func New(ctx context.Context, maxCallDepth int, syscalls []Syscall, opts *Option
 		hostModules:  map[string]*hostModule{},
 		log:          opts.Log,
 		hostErr:      opts.HostError,
+		observer:     opts.Observer,
 		programs:     map[string]*Program{},
 	}
 	numbers := map[uint64]string{}
@@ -627,6 +631,10 @@ func (r *Runtime) run(ctx context.Context, c *Call, t *manifest.Tool) (err error
 	if c.program.resolver != nil {
 		ctx = experimental.WithImportResolver(ctx, c.program.resolver)
 	}
+	var start time.Time
+	if r.observer.Instantiate != nil {
+		start = time.Now()
+	}
 	mod, err := r.wz.InstantiateModule(ctx, c.program.compiled, c.program.instanceConfig(c, ctx))
 	defer c.flushOutput()
 	if err != nil {
@@ -639,6 +647,9 @@ func (r *Runtime) run(ctx context.Context, c *Call, t *manifest.Tool) (err error
 			return fmt.Errorf("_initialize: %w", err)
 		}
 		c.initializing = false
+	}
+	if r.observer.Instantiate != nil {
+		r.observer.Instantiate(c.program.Name, time.Since(start))
 	}
 	_, err = mod.ExportedFunction(manifest.ToolExportPrefix + t.Name).Call(ctx)
 	var exit *sys.ExitError
