@@ -29,6 +29,8 @@ type runtimeConfig struct {
 	// logger receives the host's errors a program is not shown (its
 	// data's I/O); nil discards them.
 	logger *slog.Logger
+	// observer receives compile and instantiate times (serve --metrics).
+	observer runtime.Observer
 }
 
 // newRuntime builds the binary's runtime: the core syscalls, the binary's
@@ -49,6 +51,7 @@ func newRuntime(ctx context.Context, st *store.Store, cfg runtimeConfig) (*runti
 		Imports:      []runtime.HostModule{host.WASI()},
 		ModuleConfig: host.ModuleConfig(),
 		Log:          cfg.log,
+		Observer:     cfg.observer,
 	}
 	if cfg.logger != nil {
 		// What a program is not shown of a host failure, the operator is.

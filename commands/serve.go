@@ -189,8 +189,15 @@ func runServe(ctx context.Context, e *env, opts serveOptions) error {
 		return err
 	}
 	var srv *mcpserve.Server
-	rt, err := newRuntime(ctx, st, runtimeConfig{depth: opts.maxCallDepth, limits: limits, logger: logger,
-		log: func(ctx context.Context, program, tool string, line []byte) { srv.Log(ctx, program, tool, line) }})
+	cfg := runtimeConfig{depth: opts.maxCallDepth, limits: limits, logger: logger,
+		log: func(ctx context.Context, program, tool string, line []byte) { srv.Log(ctx, program, tool, line) }}
+	if opts.http.Metrics && !opts.stdio {
+		cfg.observer = runtime.Observer{
+			Compile:     func(d time.Duration, cache runtime.CacheResult) { srv.ObserveCompile(d, cache) },
+			Instantiate: func(program string, d time.Duration) { srv.ObserveInstantiate(program, d) },
+		}
+	}
+	rt, err := newRuntime(ctx, st, cfg)
 	if err != nil {
 		return err
 	}
@@ -208,6 +215,7 @@ func runServe(ctx context.Context, e *env, opts serveOptions) error {
 		MaxConcurrent: opts.maxConcurrent,
 		Logger:        logger,
 		Version:       binaryVersion(),
+		DataUsage:     st.DataUsage,
 	})
 	// Every goroutine of the server and the service ends before the runtime
 	// closes (the deferred rt.Close runs after this).

@@ -2,9 +2,12 @@ package mcpserve_test
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -186,70 +189,251 @@ func TestMetricsOff(t *testing.T) {
 	}
 }
 
-// BenchmarkCallMetrics is the echo call over in-memory transports with
-// metrics off and on: the cost of metrics on the hot path.
-func BenchmarkCallMetrics(b *testing.B) {
-	for _, on := range []bool{false, true} {
-		name := "off"
-		if on {
-			name = "on"
+// metricsServer serves fixtures as berm serve does: with metrics on, the
+// runtime's Observer and the store's DataUsage are wired to the server, and
+// /metrics is served (ts, with the token); off, neither is (ts is nil). The
+// client is connected over in-memory transports.
+type metricsServer struct {
+	st  *store.Store
+	svc *service.Service
+	srv *mcpserve.Server
+	ts  *httptest.Server
+	cs  *mcp.ClientSession
+}
+
+const metricsToken = "s3cret"
+
+func newMetricsServer(tb testing.TB, metrics bool, limits runtime.Limits, opts mcpserve.Options, files ...string) *metricsServer {
+	tb.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	tb.Cleanup(cancel)
+	st, err := store.Open(tb.TempDir())
+	if err != nil {
+		tb.Fatal(err)
+	}
+	m := &metricsServer{st: st}
+	ropts := &runtime.Options{
+		CacheDir:     st.CacheDir(),
+		Limits:       limits,
+		Imports:      []runtime.HostModule{host.WASI()},
+		ModuleConfig: host.ModuleConfig(),
+		Log:          func(ctx context.Context, p, tool string, line []byte) { m.srv.Log(ctx, p, tool, line) },
+	}
+	if metrics {
+		ropts.Observer = runtime.Observer{
+			Compile:     func(d time.Duration, cache runtime.CacheResult) { m.srv.ObserveCompile(d, cache) },
+			Instantiate: func(program string, d time.Duration) { m.srv.ObserveInstantiate(program, d) },
 		}
-		b.Run(name, func(b *testing.B) {
-			cs := benchServer(b, on)
-			args := map[string]any{"message": "hi"}
-			ctx := context.Background()
-			b.ResetTimer()
-			for b.Loop() {
-				if _, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "echo_echo", Arguments: args}); err != nil {
-					b.Fatal(err)
-				}
-			}
-		})
+		opts.DataUsage = st.DataUsage
+	}
+	rt, err := runtime.New(ctx, runtime.DefaultCallDepth, host.Syscalls(st), ropts)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { rt.Close(context.Background()) })
+	m.svc = service.New(rt, st, &service.Options{Check: mcpserve.Checker(mcpserve.Underscore), PollInterval: 50 * time.Millisecond})
+	m.srv = mcpserve.New(m.svc, &opts)
+	if metrics {
+		m.ts = httptest.NewServer(m.srv.Handler(mcpserve.HTTPConfig{Token: metricsToken, Metrics: true}))
+		tb.Cleanup(m.ts.Close)
+	}
+	if err := m.srv.Start(ctx); err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { m.srv.Close(context.Background()) })
+	<-m.srv.Ready()
+	for _, file := range files {
+		m.deploy(tb, strings.TrimSuffix(file, ".wasm"), file)
+	}
+	sst, ct := mcp.NewInMemoryTransports()
+	go m.srv.MCP().Run(ctx, sst)
+	m.cs, err = mcp.NewClient(&mcp.Implementation{Name: "metrics"}, nil).Connect(ctx, ct, &mcp.ClientSessionOptions{ProtocolVersion: legacy})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { m.cs.Close() })
+	return m
+}
+
+func (m *metricsServer) deploy(tb testing.TB, name, file string) {
+	tb.Helper()
+	image, err := os.ReadFile(filepath.Join("..", "testdata", file))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if _, err := m.svc.Deploy(context.Background(), name, image, file, nil); err != nil {
+		tb.Fatal(err)
+	}
+	for start := time.Now(); m.srv.Programs()[name] == nil; time.Sleep(time.Millisecond) {
+		if time.Since(start) > 5*time.Second {
+			tb.Fatalf("%s not served", name)
+		}
 	}
 }
 
-// benchServer serves echo, as newHarness and connect do for tests.
-func benchServer(b *testing.B, metrics bool) *mcp.ClientSession {
-	ctx, cancel := context.WithCancel(context.Background())
-	b.Cleanup(cancel)
-	st, err := store.Open(b.TempDir())
+func (m *metricsServer) call(tb testing.TB, name, args string) *mcp.CallToolResult {
+	tb.Helper()
+	res, err := m.cs.CallTool(context.Background(), &mcp.CallToolParams{Name: name, Arguments: json.RawMessage(args)})
 	if err != nil {
-		b.Fatal(err)
+		tb.Fatalf("%s: %v", name, err)
 	}
-	var srv *mcpserve.Server
-	rt, err := runtime.New(ctx, runtime.DefaultCallDepth, host.Syscalls(st), &runtime.Options{
-		CacheDir:     st.CacheDir(),
-		Imports:      []runtime.HostModule{host.WASI()},
-		ModuleConfig: host.ModuleConfig(),
-		Log:          func(ctx context.Context, p, tool string, line []byte) { srv.Log(ctx, p, tool, line) },
-	})
-	if err != nil {
-		b.Fatal(err)
+	return res
+}
+
+// value is a series' value: a counter's or gauge's, or a histogram's count.
+func value(fams map[string]*dto.MetricFamily, name string, labels map[string]string) float64 {
+	m := series(fams, name, labels)
+	if m == nil {
+		return -1
 	}
-	b.Cleanup(func() { rt.Close(context.Background()) })
-	svc := service.New(rt, st, &service.Options{Check: mcpserve.Checker(mcpserve.Underscore)})
-	image, err := os.ReadFile(filepath.Join("..", "testdata", "echo.wasm"))
-	if err != nil {
-		b.Fatal(err)
+	if h := m.GetHistogram(); h != nil {
+		return float64(h.GetSampleCount())
 	}
-	if _, err := svc.Deploy(ctx, "echo", image, "echo.wasm", nil); err != nil {
-		b.Fatal(err)
+	return m.GetCounter().GetValue() + m.GetGauge().GetValue()
+}
+
+// TestMetricsRuntime: what the runtime, the queue and the store report, as
+// berm serve --metrics wires them.
+func TestMetricsRuntime(t *testing.T) {
+	m := newMetricsServer(t, true, runtime.Limits{Deadline: 2 * time.Second}, mcpserve.Options{MaxConcurrent: 1},
+		"echo.wasm", "kv.wasm", "core.wasm")
+	m.deploy(t, "again", "echo.wasm") // compiled already, in memory
+	type want = map[string]int
+	check := func(what string, fams map[string]*dto.MetricFamily, name string, labels map[string]string, want float64) {
+		t.Helper()
+		if got := value(fams, name, labels); got != want {
+			t.Errorf("%s: %s%v = %v, want %v", what, name, labels, got, want)
+		}
 	}
-	srv = mcpserve.New(svc, nil)
-	if metrics {
-		srv.Handler(mcpserve.HTTPConfig{Metrics: true}) // turns them on
+	fams := scrape(t, m.ts.URL, metricsToken)
+	for result, n := range (want{"miss": 3, "hit": 1, "repair": 0}) {
+		check("at deploy", fams, "berm_compile_cache_total", map[string]string{"result": result}, float64(n))
 	}
-	if err := srv.Start(ctx); err != nil {
-		b.Fatal(err)
+	check("at deploy", fams, "berm_compile_duration_seconds", nil, 4)
+	if f := fams["berm_instantiate_duration_seconds"]; len(f.GetMetric()) != 0 {
+		t.Errorf("instances before any call: %v", f)
 	}
-	b.Cleanup(func() { srv.Close(context.Background()) })
-	<-srv.Ready()
-	sst, ct := mcp.NewInMemoryTransports()
-	go srv.MCP().Run(ctx, sst)
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "bench"}, nil).Connect(ctx, ct, &mcp.ClientSessionOptions{ProtocolVersion: legacy})
-	if err != nil {
-		b.Fatal(err)
+
+	const echoArgs, kvArgs, failArgs = `{"message":"hi"}`, `{"v":"some value"}`, `{"why":"because"}`
+	for range 3 {
+		if got := text(t, m.call(t, "echo_echo", echoArgs)); got != echoArgs {
+			t.Fatalf("echo = %q", got)
+		}
 	}
-	b.Cleanup(func() { cs.Close() })
-	return cs
+	if got := text(t, m.call(t, "kv_set", kvArgs)); got != "set" {
+		t.Fatalf("kv_set = %q", got)
+	}
+	if got := text(t, m.call(t, "kv_get", "{}")); got != kvArgs {
+		t.Fatalf("kv_get = %q", got)
+	}
+	if res := m.call(t, "core_fail", failArgs); !res.IsError || text(t, res) != "it failed on purpose" {
+		t.Fatalf("core_fail = %v", res)
+	}
+	m.call(t, "core_strict", `{"n":"three"}`) // refused: no instance, no result
+
+	fams = scrape(t, m.ts.URL, metricsToken)
+	for program, n := range (want{"echo": 3 * len(echoArgs), "kv": len(kvArgs) + len("{}"), "core": len(failArgs) + len(`{"n":"three"}`)}) {
+		check("after calls", fams, "berm_call_args_bytes_total", map[string]string{"program": program}, float64(n))
+	}
+	for program, n := range (want{"echo": 3 * len(echoArgs), "kv": len("set") + len(kvArgs), "core": len("it failed on purpose")}) {
+		check("after calls", fams, "berm_call_result_bytes_total", map[string]string{"program": program}, float64(n))
+	}
+	for program, n := range (want{"echo": 3, "kv": 2, "core": 1}) {
+		check("after calls", fams, "berm_instantiate_duration_seconds", map[string]string{"program": program}, float64(n))
+	}
+	// One entry of 4+1+18 bytes: one block, as the quota charges it.
+	for program, n := range (want{"kv": store.BlockSize, "echo": 0, "again": 0, "core": 0}) {
+		check("after kv_set", fams, "berm_kv_bytes", map[string]string{"program": program}, float64(n))
+	}
+	if got, err := m.st.DataUsage("kv"); err != nil || got != store.BlockSize {
+		t.Errorf("store's DataUsage(kv) = %d, %v", got, err)
+	}
+	check("idle", fams, "berm_calls_waiting", nil, 0)
+
+	// With --max-concurrent 1, a call behind one that loops waits.
+	done := make(chan struct{}, 2)
+	go func() {
+		m.cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "core_loop"})
+		done <- struct{}{}
+	}()
+	for start := time.Now(); m.srv.InFlight() == 0 && time.Since(start) < 5*time.Second; {
+		time.Sleep(time.Millisecond)
+	}
+	go func() {
+		m.cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "echo_echo", Arguments: json.RawMessage(echoArgs)})
+		done <- struct{}{}
+	}()
+	waited := false
+	for start := time.Now(); time.Since(start) < 2*time.Second; time.Sleep(5 * time.Millisecond) {
+		if value(scrape(t, m.ts.URL, metricsToken), "berm_calls_waiting", nil) == 1 {
+			waited = true
+			break
+		}
+	}
+	if !waited {
+		t.Error("berm_calls_waiting never 1 behind core_loop")
+	}
+	<-done
+	<-done
+	fams = scrape(t, m.ts.URL, metricsToken)
+	check("after the wait", fams, "berm_calls_waiting", nil, 0)
+	check("after the wait", fams, "berm_calls_in_flight", nil, 0)
+	check("after the wait", fams, "berm_calls_total", map[string]string{"program": "core", "tool": "loop", "outcome": "deadline"}, 1)
+	check("after the wait", fams, "berm_instantiate_duration_seconds", map[string]string{"program": "echo"}, 4)
+
+	// A removed program's series go with it.
+	if err := m.svc.Remove(context.Background(), "kv", false); err != nil {
+		t.Fatal(err)
+	}
+	for start := time.Now(); value(fams, "berm_deployments", nil) != 3; fams = scrape(t, m.ts.URL, metricsToken) {
+		if time.Since(start) > 5*time.Second {
+			t.Fatal("kv still served")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	for _, name := range []string{"berm_call_args_bytes_total", "berm_call_result_bytes_total", "berm_instantiate_duration_seconds", "berm_kv_bytes"} {
+		if series(fams, name, map[string]string{"program": "kv"}) != nil {
+			t.Errorf("%s{kv} after removal", name)
+		}
+		if series(fams, name, map[string]string{"program": "echo"}) == nil {
+			t.Errorf("%s{echo} gone with kv", name)
+		}
+	}
+}
+
+// BenchmarkCallMetrics is the echo call over in-memory transports to two
+// servers, one with metrics off and one with them on (the runtime's Observer
+// included): the cost of metrics on the hot path. The calls alternate, one
+// to each server an iteration, in turn first, so that the machine's changes
+// of speed (another job, the CPU's clock) fall on both alike. It reports
+// each one's time per call and their ratio:
+//
+//	go test ./mcpserve/ -run '^$' -bench CallMetrics -count 10
+func BenchmarkCallMetrics(b *testing.B) {
+	off := newMetricsServer(b, false, runtime.Limits{}, mcpserve.Options{}, "echo.wasm")
+	on := newMetricsServer(b, true, runtime.Limits{}, mcpserve.Options{}, "echo.wasm")
+	args := map[string]any{"message": "hi"}
+	ctx := context.Background()
+	timed := func(m *metricsServer) time.Duration {
+		start := time.Now()
+		if _, err := m.cs.CallTool(ctx, &mcp.CallToolParams{Name: "echo_echo", Arguments: args}); err != nil {
+			b.Fatal(err)
+		}
+		return time.Since(start)
+	}
+	var tOff, tOn time.Duration
+	n := 0
+	for b.Loop() {
+		if n%2 == 0 {
+			tOff += timed(off)
+			tOn += timed(on)
+		} else {
+			tOn += timed(on)
+			tOff += timed(off)
+		}
+		n++
+	}
+	b.ReportMetric(float64(tOff.Nanoseconds())/float64(n), "off-ns/call")
+	b.ReportMetric(float64(tOn.Nanoseconds())/float64(n), "on-ns/call")
+	b.ReportMetric(float64(tOn)/float64(tOff), "on/off")
 }

@@ -73,6 +73,9 @@ type Options struct {
 	// read-only tool berm_search, which deploys nothing.
 	Search  SearchFunc
 	Catalog bool
+	// DataUsage, when set, is a program's key-value bytes as its store
+	// charges them (store.Store.DataUsage), read at each scrape of /metrics.
+	DataUsage func(program string) (int64, error)
 }
 
 // Puller pulls an OCI reference for a deploy through the control API,
@@ -101,6 +104,7 @@ type Server struct {
 	draining bool
 	calls    sync.WaitGroup
 	inflight atomic.Int64
+	waiting  atomic.Int64 // calls that found every worker busy and wait for one
 	owed     atomic.Int64 // requests read whose response is not yet written
 
 	idPrefix string        // of request ids: random, per server
@@ -391,9 +395,7 @@ func (s *Server) handler(program, tool string) mcp.ToolHandler {
 			ctx = context.WithValue(ctx, sessionKey{}, req.Session)
 		}
 		j := &job{ctx: ctx, id: s.newRequestID(), program: program, tool: tool, args: args, done: make(chan struct{})}
-		select {
-		case s.work <- j: // waits while MaxConcurrent calls run
-		case <-ctx.Done():
+		if !s.hand(ctx, j) {
 			return nil, ctx.Err()
 		}
 		<-j.done
@@ -406,6 +408,25 @@ func (s *Server) handler(program, tool string) mcp.ToolHandler {
 			res.Meta = mcp.Meta{MetaRequestID: j.id}
 		}
 		return res, err
+	}
+}
+
+// hand gives a worker the job, waiting while MaxConcurrent calls run, or
+// reports false when ctx is done first. Only a call that waits is counted
+// waiting: an idle worker takes a call without the count.
+func (s *Server) hand(ctx context.Context, j *job) bool {
+	select {
+	case s.work <- j:
+		return true
+	default:
+	}
+	s.waiting.Add(1)
+	defer s.waiting.Add(-1)
+	select {
+	case s.work <- j:
+		return true
+	case <-ctx.Done():
+		return false
 	}
 }
 
@@ -447,7 +468,7 @@ func (s *Server) worker() {
 		j.out, j.err = s.rt.Call(j.ctx, j.program, j.tool, j.args)
 		d := time.Since(start)
 		s.logCall(j.id, j.program, j.tool, d, j.out, j.err)
-		s.observeCall(j.program, j.tool, d, j.out, j.err)
+		s.observeCall(j.program, j.tool, d, j.args, j.out, j.err)
 		close(j.done)
 	}
 }
