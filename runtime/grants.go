@@ -53,7 +53,7 @@ func (r *Runtime) sandbox(p *Program, grants *sandbox.Grants) error {
 // instanceConfig is the configuration of one instance of p for call c: the
 // environment read from the host now, when granted so, and stdout and stderr
 // into the call's log.
-func (p *Program) instanceConfig(c *Call, ctx context.Context) wazero.ModuleConfig {
+func (p *Program) instanceConfig(ctx context.Context, c *Call) wazero.ModuleConfig {
 	cfg := p.config
 	if p.hostEnv {
 		cfg = withEnviron(cfg, p.Grants.Environ(os.LookupEnv))

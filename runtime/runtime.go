@@ -635,7 +635,7 @@ func (r *Runtime) run(ctx context.Context, c *Call, t *manifest.Tool) (err error
 	if r.observer.Instantiate != nil {
 		start = time.Now()
 	}
-	mod, err := r.wz.InstantiateModule(ctx, c.program.compiled, c.program.instanceConfig(c, ctx))
+	mod, err := r.wz.InstantiateModule(ctx, c.program.compiled, c.program.instanceConfig(ctx, c))
 	defer c.flushOutput()
 	if err != nil {
 		return err
