@@ -167,22 +167,5 @@ func writeConfig(root string, cfg map[string]any) error {
 	if err := toml.NewEncoder(&b).Encode(cfg); err != nil {
 		return err
 	}
-	f, err := os.CreateTemp(root, ".tmp-config-")
-	if err != nil {
-		return err
-	}
-	_, err = f.Write(b.Bytes())
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(f.Name(), filepath.Join(root, configFile))
-	}
-	if err != nil {
-		os.Remove(f.Name())
-	}
-	return err
+	return writeRootFile(root, configFile, b.Bytes())
 }

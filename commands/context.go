@@ -525,27 +525,5 @@ func writeContexts(root string, cs contexts) error {
 	if err := toml.NewEncoder(&b).Encode(cs); err != nil {
 		return err
 	}
-	f, err := os.CreateTemp(root, ".tmp-contexts-")
-	if err != nil {
-		return err
-	}
-	// CreateTemp's 0600 is the mode asked of the system; say it again
-	// rather than trust every platform's umask handling.
-	err = f.Chmod(0o600)
-	if err == nil {
-		_, err = f.Write(b.Bytes())
-	}
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(f.Name(), filepath.Join(root, contextsFile))
-	}
-	if err != nil {
-		os.Remove(f.Name())
-	}
-	return err
+	return writeRootFile(root, contextsFile, b.Bytes())
 }

@@ -1,0 +1,34 @@
+package commands
+
+import (
+	"os"
+	"path/filepath"
+)
+
+// writeRootFile replaces name in root with b, as the store writes its
+// files: a temporary file, synced, renamed into place, so that a reader
+// sees the old file or the new one and a kill mid-write leaves the old. It
+// is 0600 whatever the umask: contexts.toml holds tokens.
+func writeRootFile(root, name string, b []byte) error {
+	f, err := os.CreateTemp(root, ".tmp-"+name+"-")
+	if err != nil {
+		return err
+	}
+	err = f.Chmod(0o600)
+	if err == nil {
+		_, err = f.Write(b)
+	}
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(f.Name(), filepath.Join(root, name))
+	}
+	if err != nil {
+		os.Remove(f.Name())
+	}
+	return err
+}
