@@ -2,6 +2,7 @@ package commands
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -75,17 +76,18 @@ func runDev(ctx context.Context, e *env, opts devOptions, dir string) error {
 		return err
 	}
 	fmt.Fprintf(e.stderr, "berm dev: watching %s (ctrl-C ends)\n", dir)
-	var last string // the digest deployed last
+	var last, lastDigest string // what was deployed last (devCycle's key), and its digest
 	cycle := func() {
-		if digest, err := devCycle(ctx, e, opts, dir, last); err != nil {
+		if deployed, err := devCycle(ctx, e, opts, dir, last); err != nil {
 			if ctx.Err() == nil {
 				printError(e.stderr, err)
-				if last != "" {
-					fmt.Fprintf(e.stderr, "berm dev: %s stays deployed at %s\n", p.Name, last)
+				if lastDigest != "" {
+					fmt.Fprintf(e.stderr, "berm dev: %s stays deployed at %s\n", p.Name, lastDigest)
 				}
 			}
 		} else {
-			last = digest
+			last = deployed
+			lastDigest = strings.Fields(deployed)[1]
 		}
 	}
 	cycle()
@@ -120,8 +122,8 @@ func runDev(ctx context.Context, e *env, opts devOptions, dir string) error {
 	}
 }
 
-// devCycle builds and, when the image changed, deploys; it returns the
-// digest deployed.
+// devCycle builds and deploys dir unless what it would deploy is last; it
+// returns what it deployed: "NAME DIGEST GRANTS".
 func devCycle(ctx context.Context, e *env, opts devOptions, dir, last string) (string, error) {
 	start := time.Now()
 	// berm.toml is read anew: its name, grants or lang may have changed.
@@ -136,15 +138,19 @@ func devCycle(ctx context.Context, e *env, opts devOptions, dir, last string) (s
 	if err != nil {
 		return "", err
 	}
-	if built.Digest == last {
-		fmt.Fprintf(e.stderr, "berm dev: built %s, unchanged (%s)\n", p.Name, last)
-		return last, nil
-	}
-	image, err := readImageFile(built.Path)
+	grants, err := p.grants(opts.server != "")
 	if err != nil {
 		return "", err
 	}
-	grants, err := p.grants(opts.server != "")
+	// What was deployed last: its name, image and grants, any of which an
+	// edit of berm.toml or of the program changes.
+	g, _ := json.Marshal(grants)
+	deployed := p.Name + " " + built.Digest + " " + string(g)
+	if deployed == last {
+		fmt.Fprintf(e.stderr, "berm dev: built %s, unchanged (%s)\n", p.Name, built.Digest)
+		return last, nil
+	}
+	image, err := readImageFile(built.Path)
 	if err != nil {
 		return "", err
 	}
@@ -156,7 +162,7 @@ func devCycle(ctx context.Context, e *env, opts devOptions, dir, last string) (s
 		fmt.Fprintf(e.stderr, "berm: warning: %s\n", printable(w))
 	}
 	fmt.Fprintf(e.stderr, "berm dev: deployed %s %s (%s) in %s\n", p.Name, info.Digest, strings.Join(built.Tools, ", "), time.Since(start).Round(time.Millisecond))
-	return info.Digest, nil
+	return deployed, nil
 }
 
 // watchTree watches dir and every directory under it, but hidden ones and
