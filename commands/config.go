@@ -56,6 +56,16 @@ Keys:
 		Action: func(ctx context.Context, cmd *cli.Command) error {
 			return runConfig(ctx, e, cmd.String("root"), cmd.Args().Slice())
 		},
+		// get and set are subcommands too, so that `berm config set --help`
+		// is help, not a help topic urfave cannot find.
+		Commands: []*cli.Command{
+			{Name: "get", Usage: "print KEY's value, or every key that is set", ArgsUsage: "[KEY]", Action: func(ctx context.Context, cmd *cli.Command) error {
+				return runConfig(ctx, e, cmd.String("root"), append([]string{"get"}, cmd.Args().Slice()...))
+			}},
+			{Name: "set", Usage: "set KEY to VALUE (an empty VALUE removes it)", ArgsUsage: "KEY VALUE", Action: func(ctx context.Context, cmd *cli.Command) error {
+				return runConfig(ctx, e, cmd.String("root"), append([]string{"set"}, cmd.Args().Slice()...))
+			}},
+		},
 	}
 }
 

@@ -67,7 +67,7 @@ var hints = []struct {
 }{
 	{store.ErrNotDeployed, "`berm ls` lists what is deployed (with --server, on that server)"},
 	{index.ErrLayer, "the registry and the index disagree on what this reference is: deploy nothing from it until its publisher or the index's maintainers say which is right"},
-	{sandbox.ErrGrant, "see `berm deploy --help` for the grant flags; a directory must exist on the machine that runs the program"},
+	{sandbox.ErrGrant, "`berm deploy --help` shows every grant flag and its syntax"},
 	{runtime.ErrNoTool, "`berm inspect NAME` lists a program's tools"},
 	{runtime.ErrLimit, "raise the limit with --max-args or --max-result"},
 	{runtime.ErrArguments, "`berm inspect NAME` shows each tool's parameters"},

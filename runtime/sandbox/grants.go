@@ -153,6 +153,10 @@ func ParseHost(s string) (string, error) {
 	bad := func(why string) (string, error) {
 		return "", fmt.Errorf("%w: host %q: %s", ErrGrant, s, why)
 	}
+	if scheme, rest, ok := strings.Cut(s, "://"); ok {
+		host, _, _ := strings.Cut(rest, "/")
+		return bad(fmt.Sprintf("a host, not a URL: %s (a %s URL's port is granted by default)", host, scheme))
+	}
 	host, port := s, ""
 	if h, p, err := net.SplitHostPort(s); err == nil {
 		host, port = h, p
