@@ -205,6 +205,9 @@ func runServe(ctx context.Context, e *env, opts serveOptions) error {
 	check := mcpserve.Checker(naming)
 	if opts.catalog {
 		check = catalogChecker(check, naming)
+		if u, err := configValue(st.Root(), "index"); err == nil && u == "" {
+			logger.Warn("--catalog: no index is configured, so berm_search finds nothing (berm config set index URL, with this server's root)")
+		}
 	}
 	svc := service.New(rt, st, &service.Options{Check: check, Logger: logger})
 	srv = mcpserve.New(svc, &mcpserve.Options{

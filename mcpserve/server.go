@@ -192,7 +192,11 @@ func (s *Server) Start(ctx context.Context) error {
 		return err
 	}
 	if len(s.svc.Served()) == 0 {
-		s.log.Warn("no programs deployed: serving no tools until one is (try berm deploy --example hello)")
+		what := "no tools"
+		if s.opts.Catalog && s.opts.Search != nil {
+			what = "only " + SearchToolName
+		}
+		s.log.Warn("no programs deployed: serving " + what + " until one is (try berm deploy --example hello)")
 	}
 	return nil
 }
