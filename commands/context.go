@@ -470,7 +470,7 @@ func (cs contexts) remote(name, from string, given remote) (remote, error) {
 func (cs contexts) unknown(name string) error {
 	known := append([]string{localContext}, cs.names()...)
 	return withHint(fmt.Errorf("context %q: %w (known: %s)", name, errNoContext, strings.Join(known, ", ")),
-		"add it: berm context add %s URL", name)
+		"`berm context ls` lists them; `berm context add %s URL` adds it", name)
 }
 
 func (cs contexts) names() []string {

@@ -2,6 +2,7 @@ package service
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/berm-dev/berm/manifest"
 	"github.com/berm-dev/berm/runtime/host"
@@ -33,6 +34,12 @@ func grantWarnings(name string, m *manifest.Manifest, g *sandbox.Grants) []strin
 	}
 	if len(g.Hosts) > 0 && !m.Declares(host.SysHTTP) {
 		unused("network hosts", "does not declare "+host.SysHTTP)
+	}
+	for _, h := range g.Hosts {
+		hostname, _, _ := strings.Cut(h, ":")
+		if hostname == "localhost" || strings.HasSuffix(hostname, ".localhost") {
+			out = append(out, fmt.Sprintf("%s is granted %s, which resolves to a loopback address: berm.http refuses it unless the address itself is granted (--allow-host 127.0.0.1:PORT)", name, h))
+		}
 	}
 	if m.Declares(host.SysHTTP) && len(g.Hosts) == 0 {
 		out = append(out, fmt.Sprintf("%s declares %s but is granted no host: every request it makes will be refused (--allow-host)", name, host.SysHTTP))

@@ -37,6 +37,16 @@ func TestGrantsRecordedAndServed(t *testing.T) {
 			t.Errorf("warnings lack %q:\n%s", want, warnings)
 		}
 	}
+	loop, err := svc.Deploy(context.Background(), "loop", echo, "", &sandbox.Grants{Hosts: []string{"localhost:8080"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w := strings.Join(loop.Warnings, "\n"); !strings.Contains(w, "loop is granted localhost:8080, which resolves to a loopback address") {
+		t.Errorf("a grant of localhost warns %q, want that it resolves to loopback", w)
+	}
+	if err := svc.Remove(context.Background(), "loop", false); err != nil {
+		t.Fatal(err)
+	}
 	if p := e.rt.Program("echo"); p == nil || len(p.Grants.Dirs) != 1 || p.Grants.Hosts[0] != "api.example.com" {
 		t.Fatalf("runtime program grants = %+v", p)
 	}
