@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -128,20 +127,12 @@ func knownKeys() []string {
 // berm knows must hold a string.
 func readConfig(root string) (map[string]any, error) {
 	path := filepath.Join(root, configFile)
-	f, err := os.Open(path)
+	b, err := readSmallFile(path, maxConfigFile, "config file")
 	if errors.Is(err, fs.ErrNotExist) {
 		return map[string]any{}, nil
 	}
 	if err != nil {
 		return nil, err
-	}
-	defer f.Close()
-	b, err := io.ReadAll(io.LimitReader(f, maxConfigFile+1))
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	if len(b) > maxConfigFile {
-		return nil, fmt.Errorf("%s: over %d bytes, not a config file", path, maxConfigFile)
 	}
 	cfg := map[string]any{}
 	if err := toml.Unmarshal(b, &cfg); err != nil {

@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"net/url"
 	"os"
@@ -487,20 +486,12 @@ func (cs contexts) names() []string {
 func readContexts(root string) (contexts, error) {
 	var cs contexts
 	path := filepath.Join(root, contextsFile)
-	f, err := os.Open(path)
+	b, err := readSmallFile(path, maxContextsFile, "contexts file")
 	if errors.Is(err, fs.ErrNotExist) {
 		return cs, nil
 	}
 	if err != nil {
 		return cs, err
-	}
-	defer f.Close()
-	b, err := io.ReadAll(io.LimitReader(f, maxContextsFile+1))
-	if err != nil {
-		return cs, fmt.Errorf("%s: %w", path, err)
-	}
-	if len(b) > maxContextsFile {
-		return cs, fmt.Errorf("%s: over %d bytes, not a contexts file", path, maxContextsFile)
 	}
 	if err := toml.Unmarshal(b, &cs); err != nil {
 		return cs, withHint(fmt.Errorf("%s: %w", path, err), "fix it, or remove it and add the contexts again")

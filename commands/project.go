@@ -4,9 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
-	"os"
 	"path/filepath"
 
 	"github.com/pelletier/go-toml/v2"
@@ -130,22 +128,13 @@ func (p *project) grants(remote bool) (*sandbox.Grants, error) {
 // readProject reads berm.toml from dir.
 func readProject(dir string) (*project, error) {
 	path := filepath.Join(dir, projectFile)
-	f, err := os.Open(path)
+	b, err := readSmallFile(path, maxProjectFile, "project file")
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, withHint(fmt.Errorf("no %s in %s", projectFile, dir),
 			"give the arguments, or write a berm.toml with name, image and wasm (see --help)")
 	}
 	if err != nil {
 		return nil, err
-	}
-	defer f.Close()
-	// Bounded: the file is whatever the directory holds, /dev/zero included.
-	b, err := io.ReadAll(io.LimitReader(f, maxProjectFile+1))
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	if len(b) > maxProjectFile {
-		return nil, fmt.Errorf("%s: over %d bytes, not a project file", path, maxProjectFile)
 	}
 	var p project
 	dec := toml.NewDecoder(bytes.NewReader(b)).DisallowUnknownFields()

@@ -1,6 +1,8 @@
 package commands
 
 import (
+	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 )
@@ -31,4 +33,24 @@ func writeRootFile(root, name string, b []byte) error {
 		os.Remove(f.Name())
 	}
 	return err
+}
+
+// readSmallFile reads the settings file at path (berm.toml, config.toml,
+// contexts.toml), refusing one over max bytes as not a what: the file is
+// whatever the directory holds, /dev/zero included. A missing file is
+// fs.ErrNotExist, for the caller to decide what that means.
+func readSmallFile(path string, max int, what string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, int64(max)+1))
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if len(b) > max {
+		return nil, fmt.Errorf("%s: over %d bytes, not a %s", path, max, what)
+	}
+	return b, nil
 }
