@@ -276,6 +276,22 @@ func write(mem api.Memory, name string, ptr, capacity uint32, src []byte) {
 	}
 }
 
+// Frame encodes fields as ABI.md's Framing says, each a little-endian u32
+// length then its bytes: what a host syscall stages when it answers with
+// several fields (berm.http's response). frame is its inverse.
+func Frame(fields ...[]byte) []byte {
+	n := 0
+	for _, f := range fields {
+		n += 4 + len(f)
+	}
+	b := make([]byte, 0, n)
+	for _, f := range fields {
+		b = binary.LittleEndian.AppendUint32(b, uint32(len(f)))
+		b = append(b, f...)
+	}
+	return b
+}
+
 // frame splits b into exactly n framed fields, trapping on anything else.
 func frame(name string, b []byte, n int) [][]byte {
 	fields := make([][]byte, 0, n)

@@ -344,7 +344,7 @@ func (h *httpHost) do(ctx context.Context, c *runtime.Call, ex *exchange, in [][
 	ex.host, ex.status = resp.Request.URL.Host, resp.StatusCode
 	// The body is read straight into the frame, after its length: one copy
 	// fewer than reading it, then framing it.
-	out := frame([]byte(strconv.Itoa(resp.StatusCode)), headerBlock(resp.Header), nil)
+	out := runtime.Frame([]byte(strconv.Itoa(resp.StatusCode)), headerBlock(resp.Header), nil)
 	head := len(out)
 	if n := resp.ContentLength; n > 0 && n <= int64(h.cfg.MaxResponse) {
 		out = slices.Grow(out, int(n)+1) // +1: the read that finds the end
@@ -492,16 +492,3 @@ func headerBlock(h http.Header) []byte {
 	return b
 }
 
-// frame encodes fields as ABI.md's Framing says.
-func frame(fields ...[]byte) []byte {
-	n := 0
-	for _, f := range fields {
-		n += 4 + len(f)
-	}
-	b := make([]byte, 0, n)
-	for _, f := range fields {
-		b = binary.LittleEndian.AppendUint32(b, uint32(len(f)))
-		b = append(b, f...)
-	}
-	return b
-}
