@@ -491,4 +491,3 @@ func headerBlock(h http.Header) []byte {
 	}
 	return b
 }
-
