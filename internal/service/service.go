@@ -49,7 +49,9 @@ type Options struct {
 	// Logger receives what the background work does and meets.
 	Logger *slog.Logger
 	// PollInterval is how often the store is checked for deployments made by
-	// other processes.
+	// other processes. A store that tells of changes (store.State's Changes)
+	// is also read again as soon as it does: then the interval is only the
+	// resync that heals a lost notice.
 	PollInterval time.Duration
 }
 
@@ -95,7 +97,7 @@ type Change struct {
 // Service is berm's deployments over a store and, to serve them, a runtime.
 type Service struct {
 	rt   *runtime.Runtime
-	st   *store.Store
+	st   store.State
 	opts Options
 	log  *slog.Logger
 
@@ -118,7 +120,7 @@ type Service struct {
 
 // New returns a service over rt and st. rt may be nil for a service that only
 // lists, inspects and removes.
-func New(rt *runtime.Runtime, st *store.Store, opts *Options) *Service {
+func New(rt *runtime.Runtime, st store.State, opts *Options) *Service {
 	o := Options{}
 	if opts != nil {
 		o = *opts
@@ -272,23 +274,40 @@ func (s *Service) loop() {
 	defer poll.Stop()
 	collect := time.NewTicker(collectEvery)
 	defer collect.Stop()
+	changes := s.st.Changes()
 	for {
 		select {
 		case <-s.work.Done():
 			return
 		case <-poll.C:
-			if _, err := s.syncPass(false); err != nil {
-				s.log.Error("sync", "error", err)
-			}
+			s.syncLogged()
+		case <-changes:
+			s.syncLogged()
 		case <-collect.C:
 			s.collectTemp()
 		}
 	}
 }
 
+func (s *Service) syncLogged() {
+	if _, err := s.syncPass(false); err != nil {
+		s.log.Error("sync", "error", err)
+	}
+}
+
+// tempCollector is a store that killed processes leave temporary files in
+// (a directory).
+type tempCollector interface {
+	CollectTemp(olderThan time.Duration) (files int, bytes int64, err error)
+}
+
 // collectTemp removes the temporary files that killed processes left.
 func (s *Service) collectTemp() {
-	files, bytes, err := s.st.CollectTemp(DefaultTempAge)
+	c, ok := s.st.(tempCollector)
+	if !ok {
+		return
+	}
+	files, bytes, err := c.CollectTemp(DefaultTempAge)
 	if err != nil {
 		s.log.Warn("collect temporary files", "error", err)
 	}
