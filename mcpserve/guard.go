@@ -106,7 +106,7 @@ func (h hosts) origin(origin string) bool {
 
 // guard wraps the whole mux, so that every route, present or future, gets
 // the same checks in the same order: Host, Origin, then the token (of all but
-// /healthz). Its refusals are JSON, as the control API's errors are: Claude
+// /healthz and /livez). Its refusals are JSON, as the control API's errors are: Claude
 // Code shows a plain-text 403 as "Needs authentication".
 func (s *Server) guard(cfg HTTPConfig, next http.Handler) http.Handler {
 	allowed := newHosts(cfg.Addr, cfg.AllowedHosts)
@@ -121,7 +121,7 @@ func (s *Server) guard(cfg HTTPConfig, next http.Handler) http.Handler {
 				fmt.Errorf("origin %q: a page from there may not reach this server", origin))
 			return
 		}
-		if cfg.Token != "" && r.URL.Path != "/healthz" {
+		if cfg.Token != "" && r.URL.Path != "/healthz" && r.URL.Path != "/livez" {
 			got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
 			if !ok || subtle.ConstantTimeCompare([]byte(got), []byte(cfg.Token)) != 1 {
 				w.Header().Set("WWW-Authenticate", `Bearer realm="berm"`)

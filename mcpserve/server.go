@@ -76,6 +76,13 @@ type Options struct {
 	// DataUsage, when set, is a program's key-value bytes as its store
 	// charges them (store.Store.DataUsage), read at each scrape of /metrics.
 	DataUsage func(program string) (int64, error)
+	// Ready, when set, tells whether the server can serve what it holds
+	// (berm serve passes its state's Ping). GET /healthz asks it, at most
+	// once a second however often it is probed, each time within
+	// ReadyTimeout, and answers 503 while it fails. Its error's text is the
+	// reason /healthz gives to anyone who can reach it (no token needed):
+	// keep it short and free of secrets.
+	Ready func(ctx context.Context) error
 }
 
 // Puller pulls an OCI reference for a deploy through the control API,
@@ -110,6 +117,8 @@ type Server struct {
 	idPrefix string        // of request ids: random, per server
 	idSeq    atomic.Uint64 // of request ids
 	closed   sync.Once
+
+	ready readiness // the cached answer of opts.Ready
 
 	metricsOnce sync.Once
 	metrics     atomic.Pointer[metrics] // nil unless the HTTP service serves /metrics
