@@ -1,0 +1,41 @@
+// Package postgres keeps berm's state in a PostgreSQL database that many
+// berm serve processes share: the images, the table of deployments and the
+// programs' key-value data. *State implements store.State with the directory
+// backend's semantics (the same names refused, digests checked, quotas and
+// errors), so that runtime/store/storetest runs against both.
+//
+//	s, err := postgres.Open(ctx, "postgres://berm:secret@db:5432/berm", nil)
+//	digest, err := s.PutImage(image)
+//	err = s.Deploy(store.Deployment{Name: "hello", Digest: digest})
+//	for range s.Changes() { /* read s.Deployments() again */ }
+//
+// # Schema and migrations
+//
+// Every table is named berm_*: berm_images (digest → bytes), berm_deployments
+// (name → digest, source, grants as jsonb, time), berm_data (program and key
+// → value) and berm_data_usage (what each program's data is charged). The
+// schema is an ordered list of SQL steps in this package (migrations.go);
+// berm_schema holds a row for each step applied. Open applies the missing
+// steps in one transaction under pg_advisory_xact_lock(schemaLockKey), so
+// that replicas starting at once take turns: the first migrates, the others
+// find the steps applied. A database whose schema is newer than this binary
+// knows is refused (ErrNewerSchema) rather than written to.
+//
+// # Round trips
+//
+// Every method of store.State is one round trip to the database, each bounded
+// by Options.Timeout: a quota check and the write it allows run in one SQL
+// function (berm_set) that locks the program's usage row, so that writers in
+// many processes never pass a bound together and an acknowledged Set is
+// committed. The first use of a statement on a connection prepares it (one
+// more round trip), and a connection idle for over a second is pinged before
+// use; RoundTrips counts all of these.
+//
+// # Changes
+//
+// A trigger on berm_deployments notifies the channel berm_deployments on
+// every change, whoever makes it (another replica, berm deploy, psql). Each
+// State listens on a connection of its own and signals Changes; when that
+// connection drops it reconnects with backoff and signals Changes once
+// listening again, since notifications sent meanwhile are lost.
+package postgres
