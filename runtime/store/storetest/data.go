@@ -1,0 +1,485 @@
+package storetest
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/berm-dev/berm/runtime/store"
+)
+
+// The cases of a program's key-value data: Get, Set, Delete, the limits,
+// the quota in blocks and DataUsage, on one handle and across several.
+
+func set(t *testing.T, s store.State, program, key, value string) {
+	t.Helper()
+	if err := s.Set(program, []byte(key), []byte(value)); err != nil {
+		t.Fatalf("Set(%s, %q): %v", program, key, err)
+	}
+}
+
+func testData(t *testing.T, open func() store.State) {
+	s := open()
+	if v, ok, err := s.Get("p", []byte("k")); ok || err != nil || v != nil {
+		t.Fatalf("absent key: %q, %v, %v", v, ok, err)
+	}
+	set(t, s, "p", "k", "v1")
+	set(t, s, "p", "k", "v2")
+	other := open()
+	if v, ok, err := other.Get("p", []byte("k")); !ok || err != nil || string(v) != "v2" {
+		t.Fatalf("Get = %q, %v, %v; want v2", v, ok, err)
+	}
+	if _, ok, _ := s.Get("q", []byte("k")); ok {
+		t.Fatal("program q sees program p's data")
+	}
+	// Data needs no deployment: Remove keeping data leaves it without one.
+	if _, err := s.Deployment("p"); !errors.Is(err, store.ErrNotDeployed) {
+		t.Fatalf("Deployment(p) = %v", err)
+	}
+
+	// Empty keys and values are keys and values like any other, and an
+	// empty value is not an absent one.
+	if err := s.Set("p", nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	if v, ok, err := other.Get("p", nil); !ok || err != nil || len(v) != 0 {
+		t.Fatalf("empty key: %q, %v, %v", v, ok, err)
+	}
+	if v, ok, err := other.Get("p", []byte{}); !ok || err != nil || len(v) != 0 {
+		t.Fatalf("empty key as []byte{}: %q, %v, %v", v, ok, err)
+	}
+	set(t, s, "p", "empty", "")
+	if v, ok, err := other.Get("p", []byte("empty")); !ok || err != nil || len(v) != 0 {
+		t.Fatalf("empty value: %q, %v, %v", v, ok, err)
+	}
+
+	if err := other.Delete("p", []byte("k")); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok, _ := s.Get("p", []byte("k")); ok {
+		t.Fatal("deleted key still there")
+	}
+	if err := s.Delete("p", []byte("k")); err != nil {
+		t.Fatalf("deleting an absent key: %v", err)
+	}
+	if err := s.Delete("nodata", []byte("k")); err != nil {
+		t.Fatalf("deleting from a program without data: %v", err)
+	}
+	if v, ok, _ := s.Get("p", []byte("empty")); !ok || len(v) != 0 {
+		t.Fatalf("a delete took another key: %q, %v", v, ok)
+	}
+	// What Get returned is the caller's: changing it changes nothing stored.
+	set(t, s, "p", "mine", "value")
+	v, _, _ := s.Get("p", []byte("mine"))
+	copy(v, "XXXXX")
+	if v, _, _ := s.Get("p", []byte("mine")); string(v) != "value" {
+		t.Fatalf("Get's slice is the store's: %q", v)
+	}
+}
+
+// testBinaryKeys: keys and values are bytes, not text: NUL, invalid UTF-8,
+// keys that are prefixes of others, keys that differ in case.
+func testBinaryKeys(t *testing.T, open func() store.State) {
+	s := open()
+	var all []byte
+	for b := range 256 {
+		all = append(all, byte(b))
+	}
+	keys := [][]byte{
+		{0}, {0, 0}, {0, 'a'}, {'a', 0}, {'a'}, {'A'}, {0xff}, {0xff, 0xfe}, {0xc3, 0x28},
+		[]byte("a\x00b"), []byte("a\x00c"), []byte("prefix"), []byte("prefix-longer"), all,
+		[]byte("%s'\";--\\"), []byte("é"), []byte("e\u0301"),
+	}
+	for i, k := range keys {
+		value := append([]byte{byte(i), 0}, all...)
+		if err := s.Set("p", k, value); err != nil {
+			t.Fatalf("Set(%q): %v", k, err)
+		}
+	}
+	other := open()
+	for i, k := range keys {
+		v, ok, err := other.Get("p", k)
+		if !ok || err != nil || len(v) != 258 || v[0] != byte(i) || v[1] != 0 || string(v[2:]) != string(all) {
+			t.Errorf("Get(%q) = %q, %v, %v", k, v, ok, err)
+		}
+	}
+	if _, ok, _ := other.Get("p", []byte("prefix-")); ok {
+		t.Error("Get of a key never set, between two that were")
+	}
+	if err := other.Delete("p", []byte{0}); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok, _ := s.Get("p", []byte{0}); ok {
+		t.Error("deleted key still there")
+	}
+	if v, ok, _ := s.Get("p", []byte{0, 0}); !ok || v[0] != 1 {
+		t.Errorf("a delete of \\x00 touched \\x00\\x00: %q, %v", v, ok)
+	}
+}
+
+// testDataLimits: a key of MaxKey bytes and a value of MaxValue bytes pass;
+// a byte more is ErrQuota, and leaves what was there.
+func testDataLimits(t *testing.T, open func() store.State) {
+	s := open()
+	key := make([]byte, store.MaxKey)
+	for i := range key {
+		key[i] = byte(i * 7)
+	}
+	value := make([]byte, store.MaxValue)
+	for i := range value {
+		value[i] = byte(i * 13)
+	}
+	if err := s.Set("p", key, value); err != nil {
+		t.Fatalf("key of MaxKey and value of MaxValue: %v", err)
+	}
+	if v, ok, err := open().Get("p", key); !ok || err != nil || string(v) != string(value) {
+		t.Fatalf("Get of MaxKey = %d bytes, %v, %v", len(v), ok, err)
+	}
+	if _, ok, err := s.Get("p", make([]byte, store.MaxKey+1)); ok || err != nil {
+		t.Errorf("Get of a key over MaxKey = %v, %v; want absent", ok, err)
+	}
+	err := s.Set("p", make([]byte, store.MaxKey+1), nil)
+	if !errors.Is(err, store.ErrQuota) {
+		t.Fatalf("key of MaxKey+1 bytes: %v, want ErrQuota", err)
+	}
+	noPath(t, err)
+	err = s.Set("p", key, make([]byte, store.MaxValue+1))
+	if !errors.Is(err, store.ErrQuota) {
+		t.Fatalf("value of MaxValue+1 bytes: %v, want ErrQuota", err)
+	}
+	noPath(t, err)
+	if v, _, _ := s.Get("p", key); string(v) != string(value) {
+		t.Fatal("a refused Set changed the value")
+	}
+}
+
+// noPath: the program reads quota errors, which name no file.
+func noPath(t *testing.T, err error) {
+	t.Helper()
+	if strings.Contains(err.Error(), "/") {
+		t.Errorf("quota message with a path: %v", err)
+	}
+}
+
+// charged is a value for key whose entry is charged exactly blocks blocks:
+// an entry takes 4 bytes, the key and the value, in whole blocks.
+func charged(key string, blocks int) []byte {
+	return make([]byte, blocks*store.BlockSize-4-len(key))
+}
+
+func usage(t *testing.T, s store.State, program string, want int64) {
+	t.Helper()
+	if got, err := s.DataUsage(program); err != nil || got != want {
+		t.Errorf("DataUsage(%s) = %d, %v; want %d (%d blocks)", program, got, err, want, want/store.BlockSize)
+	}
+}
+
+// testDataUsage: every entry is charged its 4 bytes, key and value in whole
+// blocks, one at least; each handle's count follows the others' writes.
+func testDataUsage(t *testing.T, open func() store.State) {
+	s, other := open(), open()
+	usage(t, s, "p", 0) // no data yet, and none made by asking
+	set(t, s, "p", "a", "1")
+	usage(t, s, "p", store.BlockSize)
+	usage(t, other, "p", store.BlockSize)
+	if err := s.Set("p", nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	usage(t, s, "p", 2*store.BlockSize) // even an empty entry takes a block
+	if err := s.Set("p", []byte("b"), charged("b", 1)); err != nil {
+		t.Fatal(err)
+	}
+	usage(t, other, "p", 3*store.BlockSize) // 4+1+4091 bytes: one block
+	if err := other.Set("p", []byte("b"), append(charged("b", 1), 0)); err != nil {
+		t.Fatal(err)
+	}
+	usage(t, s, "p", 4*store.BlockSize) // a byte more: two
+	if err := s.Set("p", []byte("b"), []byte("x")); err != nil {
+		t.Fatal(err)
+	}
+	usage(t, other, "p", 3*store.BlockSize) // replaced, not added
+	if err := other.Delete("p", []byte("b")); err != nil {
+		t.Fatal(err)
+	}
+	usage(t, s, "p", 2*store.BlockSize)
+	if err := other.Delete("p", []byte("b")); err != nil {
+		t.Fatal(err)
+	}
+	usage(t, s, "p", 2*store.BlockSize) // an absent key frees nothing
+	usage(t, s, "q", 0)                 // per program
+	// A refused write charges nothing.
+	if err := s.Set("p", []byte("big"), make([]byte, store.MaxValue+1)); !errors.Is(err, store.ErrQuota) {
+		t.Fatalf("value of MaxValue+1: %v", err)
+	}
+	usage(t, other, "p", 2*store.BlockSize)
+}
+
+// megabyte is a key's value whose entry is charged exactly 1 MiB.
+func megabyte(key string) []byte { return charged(key, (1<<20)/store.BlockSize) }
+
+// testDataQuota fills a program's data to MaxDataBytes exactly: nothing
+// more fits, a write that frees as much as it takes passes, one that takes
+// more does not.
+func testDataQuota(t *testing.T, open func() store.State) {
+	s := open()
+	n := store.MaxDataBytes / (1 << 20)
+	key := func(i int) string { return fmt.Sprintf("v%02d", i) }
+	for i := range n {
+		if err := s.Set("p", []byte(key(i)), megabyte(key(i))); err != nil {
+			t.Fatalf("value %d of %d: %v", i, n, err)
+		}
+	}
+	usage(t, s, "p", store.MaxDataBytes)
+	err := s.Set("p", []byte("one more"), nil)
+	if !errors.Is(err, store.ErrQuota) {
+		t.Fatalf("a new key past the quota: %v, want ErrQuota", err)
+	}
+	noPath(t, err)
+	// Replacing a value counts the new size, not both.
+	if err := s.Set("p", []byte(key(0)), megabyte(key(0))); err != nil {
+		t.Fatalf("replacing a value with one as large: %v", err)
+	}
+	if err := s.Set("p", []byte(key(1)), append(megabyte(key(1)), 0)); !errors.Is(err, store.ErrQuota) {
+		t.Fatalf("replacing a value with one a byte larger: %v, want ErrQuota", err)
+	}
+	if v, _, _ := s.Get("p", []byte(key(1))); len(v) != len(megabyte(key(1))) {
+		t.Fatalf("a refused Set changed the value: %d bytes", len(v))
+	}
+	usage(t, s, "p", store.MaxDataBytes)
+	// Shrinking makes room, and so does a delete.
+	if err := s.Set("p", []byte(key(2)), []byte("small")); err != nil {
+		t.Fatalf("shrinking a value: %v", err)
+	}
+	usage(t, s, "p", store.MaxDataBytes-(1<<20)+store.BlockSize)
+	if err := s.Set("p", []byte("one more"), charged("one more", (1<<20)/store.BlockSize-1)); err != nil {
+		t.Fatalf("a key in the room made: %v", err)
+	}
+	if err := s.Set("p", []byte("two more"), nil); !errors.Is(err, store.ErrQuota) {
+		t.Fatalf("past the quota again: %v, want ErrQuota", err)
+	}
+	if err := s.Delete("p", []byte(key(3))); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Set("p", []byte("two more"), megabyte("two more")); err != nil {
+		t.Fatalf("after a delete: %v", err)
+	}
+	usage(t, open(), "p", store.MaxDataBytes)
+	// Other programs have quotas of their own.
+	set(t, s, "q", "k", "v")
+}
+
+// testDataBlocks: small entries are charged a block each against the
+// quota, not their bytes.
+func testDataBlocks(t *testing.T, open func() store.State) {
+	s := open()
+	const room = 20 // blocks left once the large entries are in
+	left := store.MaxDataBytes / store.BlockSize
+	for i := 0; left > room; i++ {
+		k := fmt.Sprintf("big%d", i)
+		blocks := min(left-room, store.MaxValue/store.BlockSize)
+		if err := s.Set("p", []byte(k), charged(k, blocks)); err != nil {
+			t.Fatalf("%s of %d blocks: %v", k, blocks, err)
+		}
+		left -= blocks
+	}
+	usage(t, s, "p", store.MaxDataBytes-room*store.BlockSize)
+	for i := range room {
+		if err := s.Set("p", []byte{byte(i)}, []byte{byte(i)}); err != nil {
+			t.Fatalf("small entry %d of %d: %v", i+1, room, err)
+		}
+	}
+	err := s.Set("p", []byte("one more"), nil)
+	if !errors.Is(err, store.ErrQuota) {
+		t.Fatalf("small entry %d: %v, want ErrQuota", room+1, err)
+	}
+	usage(t, open(), "p", store.MaxDataBytes)
+}
+
+// fill adds n entries of a block each to program's data, through the
+// handles' Filler when the first has one, or else through Sets from
+// several goroutines.
+func fill(t *testing.T, handles []store.State, program string, n int) {
+	t.Helper()
+	if f, ok := handles[0].(Filler); ok {
+		if err := f.Fill(program, n); err != nil {
+			t.Fatalf("Fill: %v", err)
+		}
+		return
+	}
+	const writers = 16
+	var wg sync.WaitGroup
+	for w := range writers {
+		s := handles[w%len(handles)]
+		wg.Go(func() {
+			for i := w; i < n; i += writers {
+				if err := s.Set(program, fmt.Appendf(nil, "fill-%d", i), nil); err != nil {
+					t.Errorf("filling, entry %d: %v", i, err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if t.Failed() {
+		t.FailNow()
+	}
+}
+
+// testMaxKeys: MaxKeys entries fit, and no more; MaxKeys is as many entries
+// as the quota holds of a block each, so both bounds are met at once.
+func testMaxKeys(t *testing.T, open func() store.State) {
+	s := open()
+	fill(t, []store.State{s}, "p", store.MaxKeys-1)
+	usage(t, s, "p", (store.MaxKeys-1)*store.BlockSize)
+	set(t, s, "p", "last", "v")
+	err := s.Set("p", []byte("one more"), []byte("v"))
+	if !errors.Is(err, store.ErrQuota) {
+		t.Fatalf("key %d: %v, want ErrQuota", store.MaxKeys+1, err)
+	}
+	noPath(t, err)
+	// Replacing a key adds no key; deleting one makes room for another.
+	set(t, s, "p", "last", "w")
+	other := open()
+	if err := other.Delete("p", []byte("last")); err != nil {
+		t.Fatal(err)
+	}
+	set(t, s, "p", "one more", "v")
+	usage(t, other, "p", store.MaxKeys*store.BlockSize)
+	if err := other.Set("p", []byte("last"), nil); !errors.Is(err, store.ErrQuota) {
+		t.Fatalf("key %d through another handle: %v, want ErrQuota", store.MaxKeys+1, err)
+	}
+}
+
+// testDataTwoHandles: what one handle writes or removes, another's count of
+// the program's data follows, even when it counted before.
+func testDataTwoHandles(t *testing.T, open func() store.State) {
+	a, b := open(), open()
+	// b counts the data while it is small...
+	set(t, b, "p", "small", "v")
+	usage(t, b, "p", store.BlockSize)
+	// ...then a fills it...
+	n := 0
+	for ; ; n++ {
+		k := fmt.Sprintf("v%02d", n)
+		err := a.Set("p", []byte(k), megabyte(k))
+		if errors.Is(err, store.ErrQuota) {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if want := store.MaxDataBytes/(1<<20) - 1; n != want {
+		t.Fatalf("a set %d values of 1 MiB beside one small one, want %d", n, want)
+	}
+	// ...and b sees it full.
+	if err := b.Set("p", []byte("more"), megabyte("more")); !errors.Is(err, store.ErrQuota) {
+		t.Fatalf("b past a's writes: %v, want ErrQuota", err)
+	}
+	usage(t, b, "p", store.MaxDataBytes-(1<<20)+store.BlockSize)
+	// a's delete makes room for b, and b's writes take it from a: 255
+	// blocks were left, and the delete freed 256.
+	if err := a.Delete("p", []byte("v00")); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Set("p", []byte("more"), megabyte("more")); err != nil {
+		t.Fatalf("b after a's delete: %v", err)
+	}
+	if err := b.Set("p", []byte("more still"), charged("more still", 255)); err != nil {
+		t.Fatalf("b after a's delete: %v", err)
+	}
+	usage(t, a, "p", store.MaxDataBytes)
+	if err := a.Set("p", []byte("v00"), nil); !errors.Is(err, store.ErrQuota) {
+		t.Fatalf("a past b's writes: %v, want ErrQuota", err)
+	}
+	// Removed by b, the data is empty to a.
+	deploy(t, b, store.Deployment{Name: "p", Digest: putImage(t, b, "one")})
+	if err := b.Remove("p", false); err != nil {
+		t.Fatal(err)
+	}
+	usage(t, a, "p", 0)
+	for _, k := range []string{"v00", "v01"} {
+		if err := a.Set("p", []byte(k), megabyte(k)); err != nil {
+			t.Fatalf("a after b removed the data: %v", err)
+		}
+	}
+	usage(t, a, "p", 2<<20)
+	usage(t, b, "p", 2<<20)
+}
+
+// racingSets has 16 goroutines, started at once, each set keysEach new keys
+// of program through the handles in turn; it returns how many succeeded.
+func racingSets(t *testing.T, handles []store.State, program string, keysEach int, value func(key []byte) []byte) int {
+	t.Helper()
+	var wg sync.WaitGroup
+	var ok atomic.Int64
+	start := make(chan struct{})
+	for g := range 16 {
+		s := handles[g%len(handles)]
+		wg.Go(func() {
+			<-start
+			for i := range keysEach {
+				key := fmt.Appendf(nil, "race-%02d-%d", g, i)
+				err := s.Set(program, key, value(key))
+				switch {
+				case err == nil:
+					ok.Add(1)
+				case !errors.Is(err, store.ErrQuota):
+					t.Error(err)
+				}
+			}
+		})
+	}
+	close(start)
+	wg.Wait()
+	return int(ok.Load())
+}
+
+// testDataQuotaConcurrent: writers racing on one handle, or on several (as
+// processes would), never pass the quota or MaxKeys together. Each race is
+// on a program of its own.
+func testDataQuotaConcurrent(t *testing.T, open func() store.State) {
+	openN := func(n int) []store.State {
+		var handles []store.State
+		for range n {
+			handles = append(handles, open())
+		}
+		return handles
+	}
+	const left = 4 // values of 1 MiB that fit once the race starts
+	for _, n := range []int{1, 2, 4} {
+		t.Run(fmt.Sprintf("bytes/%d handles", n), func(t *testing.T) {
+			handles, program := openN(n), fmt.Sprintf("bytes-%d", n)
+			for i := range store.MaxDataBytes/(1<<20) - left {
+				k := fmt.Sprintf("v%02d", i)
+				if err := handles[0].Set(program, []byte(k), megabyte(k)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			// Every handle has counted before the race.
+			for _, h := range handles {
+				usage(t, h, program, store.MaxDataBytes-left<<20)
+			}
+			if got := racingSets(t, handles, program, 2, func(k []byte) []byte { return megabyte(string(k)) }); got != left {
+				t.Errorf("%d values of 1 MiB set by racing writers, want %d", got, left)
+			}
+			usage(t, open(), program, store.MaxDataBytes)
+		})
+	}
+	for _, n := range []int{2, 4} {
+		t.Run(fmt.Sprintf("keys/%d handles", n), func(t *testing.T) {
+			handles, program := openN(n), fmt.Sprintf("keys-%d", n)
+			fill(t, handles, program, store.MaxKeys-20)
+			for _, h := range handles {
+				usage(t, h, program, (store.MaxKeys-20)*store.BlockSize)
+			}
+			if got := racingSets(t, handles, program, 4, func([]byte) []byte { return []byte("v") }); got != 20 {
+				t.Errorf("%d keys set by racing writers, want 20", got)
+			}
+			usage(t, open(), program, store.MaxKeys*store.BlockSize)
+		})
+	}
+}
