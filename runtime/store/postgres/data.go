@@ -17,6 +17,7 @@ func (s *State) Get(program string, key []byte) ([]byte, bool, error) {
 	if err := manifest.CheckProgramName(program); err != nil {
 		return nil, false, err
 	}
+	key = notNull(key)
 	var value []byte
 	err := s.do(true, func(ctx context.Context) error {
 		return s.pool.QueryRow(ctx, `SELECT substr(value, 1, $3) FROM berm_data WHERE program = $1 AND key = $2`,
@@ -52,9 +53,7 @@ func (s *State) Set(program string, key, value []byte) error {
 	if len(value) > store.MaxValue {
 		return fmt.Errorf("value of %d bytes is over the limit of %d bytes: %w", len(value), store.MaxValue, store.ErrQuota)
 	}
-	if value == nil {
-		value = []byte{} // NOT NULL: an empty value is still a value
-	}
+	key, value = notNull(key), notNull(value)
 	var outcome string
 	var keys, bytes int64
 	// Idempotent: run again after a lost answer, it finds its own entry
@@ -82,6 +81,7 @@ func (s *State) Delete(program string, key []byte) error {
 	if err := manifest.CheckProgramName(program); err != nil {
 		return err
 	}
+	key = notNull(key)
 	err := s.do(true, func(ctx context.Context) error {
 		_, err := s.pool.Exec(ctx, `SELECT berm_delete($1, $2, $3)`, program, key, store.BlockSize)
 		return err
@@ -109,4 +109,13 @@ func (s *State) DataUsage(program string) (int64, error) {
 		return 0, fmt.Errorf("data of %s: %w", program, err)
 	}
 	return bytes, nil
+}
+
+// notNull makes a nil key or value the empty one it stands for: pgx sends a
+// nil slice as NULL.
+func notNull(b []byte) []byte {
+	if b == nil {
+		return []byte{}
+	}
+	return b
 }

@@ -22,7 +22,9 @@ const (
 func (s *State) connectListener(ctx context.Context) (*pgx.Conn, error) {
 	ctx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
-	conn, err := pgx.ConnectConfig(ctx, s.pool.Config().ConnConfig.Copy())
+	cfg := s.pool.Config().ConnConfig.Copy()
+	cfg.Tracer = nil // RoundTrips counts the calls' round trips, not this
+	conn, err := pgx.ConnectConfig(ctx, cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -84,7 +86,6 @@ func (s *State) wait(conn *pgx.Conn) error {
 		case errors.Is(err, context.DeadlineExceeded) && !conn.IsClosed():
 			// Silent for a while: the connection must still answer.
 			ctx, cancel := context.WithTimeout(s.ctx, s.timeout)
-			s.roundTrips.Add(1)
 			err := conn.Ping(ctx)
 			cancel()
 			if err != nil {

@@ -66,9 +66,10 @@ CREATE TRIGGER berm_deployments_notify
 	AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE ON berm_deployments
 	FOR EACH STATEMENT EXECUTE FUNCTION berm_deployments_notify();
 
--- berm_charge is what an entry of n bytes costs: whole blocks, one at least.
+-- berm_charge is what an entry of n bytes costs: whole blocks, one at least;
+-- NULL for no entry.
 CREATE FUNCTION berm_charge(n bigint, block bigint) RETURNS bigint
-	LANGUAGE sql IMMUTABLE AS $$ SELECT (greatest(n, 1) + block - 1) / block * block $$;
+	LANGUAGE sql IMMUTABLE STRICT AS $$ SELECT (greatest(n, 1) + block - 1) / block * block $$;
 
 -- berm_set writes an entry unless it passes a limit: outcome is 'ok', 'keys'
 -- (the program holds max_keys already) or 'bytes' (held_bytes would be the

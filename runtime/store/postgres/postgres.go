@@ -114,9 +114,9 @@ func Open(ctx context.Context, url string, opts *Options) (*State, error) {
 	return s, nil
 }
 
-// RoundTrips is how many round trips this State made to the database so far:
-// statements, their preparation on a connection's first use, and pings.
-// Connecting is not counted.
+// RoundTrips is how many round trips this State's calls made to the database
+// so far: statements, their preparation on a connection's first use, and
+// pings. Connecting is not counted, nor the listening connection's traffic.
 func (s *State) RoundTrips() uint64 { return s.roundTrips.Load() }
 
 // Changes receives, coalesced, when the deployments may have changed: on
@@ -159,7 +159,17 @@ func (s *State) Close() error {
 // an operation that is not is run again only when nothing reached the server.
 func (s *State) do(idempotent bool, roundTrip func(ctx context.Context) error) error {
 	err := s.try(roundTrip)
-	if err != nil && (pgconn.SafeToRetry(err) || idempotent && connectionLost(err)) && s.ctx.Err() == nil {
+	if err == nil || s.ctx.Err() != nil {
+		return err
+	}
+	lost := connectionLost(err)
+	if lost {
+		// What ended one connection (a restart, a network cut) ended the
+		// others idle in the pool too: they are closed now rather than
+		// each costing a call its error.
+		s.pool.Reset()
+	}
+	if pgconn.SafeToRetry(err) || idempotent && lost {
 		err = s.try(roundTrip)
 	}
 	return err

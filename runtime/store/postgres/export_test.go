@@ -1,0 +1,44 @@
+package postgres
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+
+	"github.com/berm-dev/berm/runtime/store"
+)
+
+// Migrations is the schema's steps, for tests that count them.
+var Migrations = migrations
+
+// Fill implements storetest.Filler: n entries of a block each, written in one
+// transaction under the program's usage row as berm_set writes.
+func (s *State) Fill(program string, n int) error {
+	var prefix [8]byte
+	rand.Read(prefix[:])
+	return s.do(false, func(ctx context.Context) error {
+		tx, err := s.pool.Begin(ctx)
+		if err != nil {
+			return err
+		}
+		defer tx.Rollback(context.WithoutCancel(ctx))
+		if _, err := tx.Exec(ctx, `INSERT INTO berm_data_usage (program, bytes, keys) VALUES ($1, 0, 0)
+			ON CONFLICT (program) DO NOTHING`, program); err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, `SELECT 1 FROM berm_data_usage WHERE program = $1 FOR UPDATE`, program); err != nil {
+			return err
+		}
+		tag, err := tx.Exec(ctx, `INSERT INTO berm_data (program, key, value)
+			SELECT $1, convert_to($2 || i::text, 'UTF8'), ''::bytea FROM generate_series(1, $3::int) AS i`,
+			program, "\x01fill-"+hex.EncodeToString(prefix[:])+"-", n)
+		if err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, `UPDATE berm_data_usage SET bytes = bytes + $2, keys = keys + $3 WHERE program = $1`,
+			program, tag.RowsAffected()*store.BlockSize, tag.RowsAffected()); err != nil {
+			return err
+		}
+		return tx.Commit(ctx)
+	})
+}

@@ -1,0 +1,407 @@
+package postgres_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/berm-dev/berm/internal/pgtest"
+	"github.com/berm-dev/berm/manifest"
+	"github.com/berm-dev/berm/runtime/store"
+	"github.com/berm-dev/berm/runtime/store/postgres"
+	"github.com/berm-dev/berm/runtime/store/storetest"
+)
+
+func TestMain(m *testing.M) { pgtest.Main(m) }
+
+// changeWithin is how soon a change made anywhere must reach Changes: the
+// issue's bound for a deploy to reach every replica.
+const changeWithin = time.Second
+
+func open(t *testing.T, url string) *postgres.State {
+	t.Helper()
+	s, err := postgres.Open(context.Background(), url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+// exec runs SQL as another client would (psql, a migration by hand).
+func exec(t *testing.T, url, sql string, args ...any) {
+	t.Helper()
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	if _, err := conn.Exec(ctx, sql, args...); err != nil {
+		t.Fatalf("%s: %v", sql, err)
+	}
+}
+
+func TestSuite(t *testing.T) {
+	storetest.Run(t, func(t *testing.T) func() store.State {
+		url := pgtest.URL(t)
+		return func() store.State {
+			s, err := postgres.Open(context.Background(), url, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return s
+		}
+	})
+}
+
+func TestDamagedRows(t *testing.T) {
+	url := pgtest.URL(t)
+	s := open(t, url)
+	digest, err := s.PutImage([]byte("image"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Deploy(store.Deployment{Name: "good", Digest: digest}); err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range []struct{ name, digest, grants string }{
+		{"Bad Name", digest, "null"},
+		{"bad-digest", "md5:abc", "null"},
+		{"bad-grants", digest, `{"hosts": 5}`},
+		{"grants-not-object", digest, `[1, 2]`},
+	} {
+		exec(t, url, `INSERT INTO berm_deployments (name, digest, grants) VALUES ($1, $2, $3::jsonb)`, r.name, r.digest, r.grants)
+	}
+
+	list, damaged, err := s.Deployments()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(list) != 1 || list[0].Name != "good" {
+		t.Errorf("Deployments = %v, want only good", list)
+	}
+	var names []string
+	for _, d := range damaged {
+		names = append(names, d.Name)
+		if !errors.Is(d.Err, store.ErrDamaged) {
+			t.Errorf("damaged %q: %v does not wrap ErrDamaged", d.Name, d.Err)
+		}
+	}
+	if got, want := strings.Join(names, ","), "Bad Name,bad-digest,bad-grants,grants-not-object"; got != want {
+		t.Errorf("damaged = %s, want %s", got, want)
+	}
+	for _, name := range []string{"bad-digest", "bad-grants", "grants-not-object"} {
+		if _, err := s.Deployment(name); !errors.Is(err, store.ErrDamaged) {
+			t.Errorf("Deployment(%s) = %v, want ErrDamaged", name, err)
+		}
+	}
+	if _, err := s.Deployment("Bad Name"); !errors.Is(err, manifest.ErrProgramName) {
+		t.Errorf("Deployment(Bad Name) = %v, want ErrProgramName", err)
+	}
+	// A damaged row is removed like any other.
+	if err := s.Remove("bad-grants", false); err != nil {
+		t.Errorf("Remove(bad-grants) = %v", err)
+	}
+}
+
+func TestDamagedImage(t *testing.T) {
+	url := pgtest.URL(t)
+	s := open(t, url)
+	digest, err := s.PutImage([]byte("image"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	exec(t, url, `UPDATE berm_images SET image = 'other bytes'::bytea`)
+	if _, err := s.Image(digest); !errors.Is(err, store.ErrDamaged) {
+		t.Fatalf("Image of changed bytes = %v, want ErrDamaged", err)
+	}
+	// Putting the image again repairs it.
+	if _, err := s.PutImage([]byte("image")); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := s.Image(digest); err != nil || string(b) != "image" {
+		t.Fatalf("Image after PutImage = %q, %v", b, err)
+	}
+}
+
+func TestDamagedValue(t *testing.T) {
+	url := pgtest.URL(t)
+	s := open(t, url)
+	exec(t, url, `INSERT INTO berm_data (program, key, value) VALUES ('p', 'k', repeat('x', $1)::bytea)`, store.MaxValue+1)
+	if _, _, err := s.Get("p", []byte("k")); !errors.Is(err, store.ErrDamaged) {
+		t.Fatalf("Get of a value over MaxValue = %v, want ErrDamaged", err)
+	}
+}
+
+func TestConcurrentMigrations(t *testing.T) {
+	url := pgtest.URL(t)
+	const replicas = 8
+	var wg sync.WaitGroup
+	errs := make([]error, replicas)
+	for i := range replicas {
+		wg.Go(func() {
+			s, err := postgres.Open(context.Background(), url, nil)
+			if err == nil {
+				s.Close()
+			}
+			errs[i] = err
+		})
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Errorf("Open %d: %v", i, err)
+		}
+	}
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	var rows, last int
+	if err := conn.QueryRow(ctx, `SELECT count(*), max(version) FROM berm_schema`).Scan(&rows, &last); err != nil {
+		t.Fatal(err)
+	}
+	if rows != len(postgres.Migrations) || last != len(postgres.Migrations) {
+		t.Errorf("berm_schema: %d rows up to %d, want each of %d steps once", rows, last, len(postgres.Migrations))
+	}
+}
+
+func TestNewerSchemaRefused(t *testing.T) {
+	url := pgtest.URL(t)
+	open(t, url).Close()
+	exec(t, url, `INSERT INTO berm_schema (version) VALUES ($1)`, len(postgres.Migrations)+1)
+	_, err := postgres.Open(context.Background(), url, nil)
+	if !errors.Is(err, postgres.ErrNewerSchema) {
+		t.Fatalf("Open of a newer schema = %v, want ErrNewerSchema", err)
+	}
+}
+
+// drain empties Changes of what is pending, so that only a signal sent for
+// what follows counts.
+func drain(c <-chan struct{}) {
+	for {
+		select {
+		case <-c:
+		default:
+			return
+		}
+	}
+}
+
+func waitChange(t *testing.T, c <-chan struct{}, within time.Duration, what string) {
+	t.Helper()
+	select {
+	case <-c:
+	case <-time.After(within):
+		t.Fatalf("no change received within %v of %s", within, what)
+	}
+}
+
+func TestChangesFromAnyClient(t *testing.T) {
+	url := pgtest.URL(t)
+	s, other := open(t, url), open(t, url)
+	digest, err := other.PutImage([]byte("image"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	changes := s.Changes()
+	for _, c := range []struct {
+		what   string
+		change func() error
+	}{
+		{"a deploy by another State", func() error { return other.Deploy(store.Deployment{Name: "p", Digest: digest}) }},
+		{"a redeploy by another State", func() error {
+			return other.Deploy(store.Deployment{Name: "p", Digest: digest, Source: "again"})
+		}},
+		{"an update by plain SQL", func() error {
+			exec(t, url, `UPDATE berm_deployments SET source = 'psql' WHERE name = 'p'`)
+			return nil
+		}},
+		{"a removal by another State", func() error { return other.Remove("p", false) }},
+		{"an insert by plain SQL", func() error {
+			exec(t, url, `INSERT INTO berm_deployments (name, digest) VALUES ('q', $1)`, digest)
+			return nil
+		}},
+		{"a delete by plain SQL", func() error {
+			exec(t, url, `DELETE FROM berm_deployments`)
+			return nil
+		}},
+	} {
+		drain(changes)
+		if err := c.change(); err != nil {
+			t.Fatalf("%s: %v", c.what, err)
+		}
+		waitChange(t, changes, changeWithin, c.what)
+	}
+	// Data is not a deployment: writing it sends nothing.
+	drain(changes)
+	if err := other.Set("p", []byte("k"), []byte("v")); err != nil {
+		t.Fatal(err)
+	}
+	if err := other.Deploy(store.Deployment{Name: "marker", Digest: digest}); err != nil {
+		t.Fatal(err)
+	}
+	waitChange(t, changes, changeWithin, "a deploy after a Set")
+	select {
+	case <-changes:
+		t.Error("a second signal: the Set sent one too")
+	default:
+	}
+}
+
+func TestChangesAfterRestart(t *testing.T) {
+	cluster := pgtest.NewCluster(t)
+	url := cluster.URL(t)
+	s := open(t, url)
+	digest, err := s.PutImage([]byte("image"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Set("p", []byte("k"), []byte("before")); err != nil {
+		t.Fatal(err)
+	}
+	changes := s.Changes()
+	drain(changes)
+
+	if err := cluster.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Ping(context.Background()); err == nil {
+		t.Error("Ping of a stopped database succeeded")
+	}
+	if _, _, err := s.Get("p", []byte("k")); err == nil {
+		t.Error("Get from a stopped database succeeded")
+	}
+	if err := cluster.Start(); err != nil {
+		t.Fatal(err)
+	}
+	// Notifications sent while the listener was away are lost: it signals
+	// once it listens again, so that the service reads everything again.
+	waitChange(t, changes, 30*time.Second, "the database's restart")
+
+	// The State works again, and listens again: a deploy by another client
+	// reaches it.
+	if err := s.Ping(context.Background()); err != nil {
+		t.Fatalf("Ping after the restart: %v", err)
+	}
+	if v, ok, err := s.Get("p", []byte("k")); err != nil || !ok || string(v) != "before" {
+		t.Fatalf("Get after the restart = %q, %v, %v", v, ok, err)
+	}
+	drain(changes)
+	if err := open(t, url).Deploy(store.Deployment{Name: "after", Digest: digest}); err != nil {
+		t.Fatal(err)
+	}
+	waitChange(t, changes, changeWithin, "a deploy after the restart")
+	if err := s.Set("p", []byte("k"), []byte("after")); err != nil {
+		t.Fatalf("Set after the restart: %v", err)
+	}
+}
+
+// TestRestartUnderUse: connections that the restart killed while idle in
+// the pool cost no call an error: each is tried once more on a new one.
+func TestRestartUnderUse(t *testing.T) {
+	cluster := pgtest.NewCluster(t)
+	s := open(t, cluster.URL(t))
+	// Several connections in the pool, all idle when the server restarts.
+	var wg sync.WaitGroup
+	for i := range 4 {
+		wg.Go(func() {
+			if err := s.Set("p", fmt.Appendf(nil, "k%d", i), []byte("v")); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+	if err := cluster.Restart(); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 4 {
+		if _, ok, err := s.Get("p", fmt.Appendf(nil, "k%d", i)); err != nil || !ok {
+			t.Errorf("Get k%d right after the restart = %v, %v", i, ok, err)
+		}
+	}
+}
+
+func TestRoundTrips(t *testing.T) {
+	s := open(t, pgtest.URL(t))
+	digest, err := s.PutImage([]byte("image"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		what string
+		call func() error
+		want uint64
+	}{
+		{"Get", func() error { _, _, err := s.Get("p", []byte("k")); return err }, 1},
+		{"Set", func() error { return s.Set("p", []byte("k"), []byte("v")) }, 1},
+		{"Delete", func() error { return s.Delete("p", []byte("k")) }, 1},
+		{"Deploy", func() error { return s.Deploy(store.Deployment{Name: "p", Digest: digest}) }, 1},
+		{"Deployment", func() error { _, err := s.Deployment("p"); return err }, 1},
+		{"Deployments", func() error { _, _, err := s.Deployments(); return err }, 1},
+	} {
+		// The first call prepares its statement on the connection.
+		if err := c.call(); err != nil {
+			t.Fatalf("%s: %v", c.what, err)
+		}
+		before := s.RoundTrips()
+		if err := c.call(); err != nil {
+			t.Fatalf("%s: %v", c.what, err)
+		}
+		if got := s.RoundTrips() - before; got != c.want {
+			t.Errorf("%s: %d round trips, want %d", c.what, got, c.want)
+		}
+	}
+}
+
+func TestUnreachable(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close() // nothing listens there now
+	_, err = postgres.Open(context.Background(), "postgres://berm:s3cret-pw@"+addr+"/berm?sslmode=disable", nil)
+	if err == nil {
+		t.Fatal("Open of a closed port succeeded")
+	}
+	msg := err.Error()
+	if !strings.Contains(msg, addr) {
+		t.Errorf("error %q does not name %s", msg, addr)
+	}
+	if strings.Contains(msg, "s3cret-pw") {
+		t.Errorf("error %q shows the password", msg)
+	}
+	// Refused at once, not after a timeout.
+	if !errors.Is(err, syscall.ECONNREFUSED) {
+		t.Errorf("error %q is not the refusal", msg)
+	}
+}
+
+func TestMalformedURL(t *testing.T) {
+	for _, url := range []string{
+		"postgres://berm:s3cret-pw@db:notaport/berm",
+		"postgres://berm:s3cret-pw@db/berm?sslmode=bogus",
+		"postgres://berm:s3cret-pw@db/berm?connect_timeout=x",
+	} {
+		_, err := postgres.Open(context.Background(), url, nil)
+		if err == nil {
+			t.Errorf("Open(%s) succeeded", url)
+			continue
+		}
+		if msg := err.Error(); strings.Contains(msg, "s3cret-pw") || !strings.Contains(msg, "URL") {
+			t.Errorf("Open(%s) = %q, want a malformed URL error without the password", url, msg)
+		}
+	}
+}
