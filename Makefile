@@ -38,6 +38,10 @@ deps:
 	@dpkg -s libstd-rust-dev-wasm32 >/dev/null 2>&1 || { echo "install rustc, cargo and the wasm32 std (Debian)"; \
 		$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq rustc libstd-rust-dev-wasm32 cargo >/dev/null 2>&1 || \
 		{ $(SUDO) apt-get update -qq && $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq rustc libstd-rust-dev-wasm32 cargo; }; }
+	@dpkg -s postgresql >/dev/null 2>&1 && ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || { echo "install postgresql (Debian)"; \
+		$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql >/dev/null 2>&1 || \
+		{ $(SUDO) apt-get update -qq && $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql; }; }
+	@$(call apt,nginx,nginx-light)
 	@command -v oras >/dev/null || { echo "install oras $(ORAS_VERSION)"; $(GO) install oras.land/oras/cmd/oras@$(ORAS_VERSION); }
 	@test -x mcpserve/testdata/npm/node_modules/.bin/mcp-inspector || { \
 		echo "install the MCP Inspector and server-everything (npm)"; \
