@@ -37,12 +37,21 @@ type State interface {
 	Remove(name string, keepData bool) error
 
 	// Get, Set and Delete are a program's key-value data (ABI.md's
-	// berm.get, berm.set, berm.delete). Set refuses what passes the limits
-	// with ErrQuota.
+	// berm.get, berm.set, berm.delete), which needs no deployment (Remove
+	// keeping data leaves it without one). Keys and values are any bytes,
+	// empty ones included; an empty value is not an absent one. Set
+	// refuses what passes the limits (MaxKey, MaxValue, MaxKeys,
+	// MaxDataBytes) with ErrQuota, in a message that names no path, and
+	// writers of one program on any number of handles take turns, so that
+	// they never pass a bound together. A write that takes no more than it
+	// frees passes even over the quota.
 	Get(program string, key []byte) ([]byte, bool, error)
 	Set(program string, key, value []byte) error
 	Delete(program string, key []byte) error
-	// DataUsage is what program's data is charged against MaxDataBytes.
+	// DataUsage is what program's data is charged against MaxDataBytes:
+	// each entry 4+len(key)+len(value) bytes (what the directory's file of
+	// it holds) rounded up to whole blocks of BlockSize, one at least, so
+	// that the same data fits the same quota in either backend.
 	DataUsage(program string) (int64, error)
 
 	// Changes receives when the deployments may have changed through

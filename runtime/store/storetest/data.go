@@ -438,48 +438,53 @@ func racingSets(t *testing.T, handles []store.State, program string, keysEach in
 	return int(ok.Load())
 }
 
-// testDataQuotaConcurrent: writers racing on one handle, or on several (as
-// processes would), never pass the quota or MaxKeys together. Each race is
-// on a program of its own.
-func testDataQuotaConcurrent(t *testing.T, open func() store.State) {
-	openN := func(n int) []store.State {
-		var handles []store.State
-		for range n {
-			handles = append(handles, open())
+// Writers racing on one handle, or on several (as processes would), never
+// pass the quota or MaxKeys together. Each race is a case of its own, so
+// that they run side by side.
+
+func openN(open func() store.State, n int) []store.State {
+	var handles []store.State
+	for range n {
+		handles = append(handles, open())
+	}
+	return handles
+}
+
+// racingBytes: of 16 writers of two values of 1 MiB each, when four such
+// values fit, four succeed.
+func racingBytes(handles int) func(t *testing.T, open func() store.State) {
+	return func(t *testing.T, open func() store.State) {
+		const left = 4 // values of 1 MiB that fit once the race starts
+		hs := openN(open, handles)
+		for i := range store.MaxDataBytes/(1<<20) - left {
+			k := fmt.Sprintf("v%02d", i)
+			if err := hs[0].Set("p", []byte(k), megabyte(k)); err != nil {
+				t.Fatal(err)
+			}
 		}
-		return handles
+		// Every handle has counted before the race.
+		for _, h := range hs {
+			usage(t, h, "p", store.MaxDataBytes-left<<20)
+		}
+		if got := racingSets(t, hs, "p", 2, func(k []byte) []byte { return megabyte(string(k)) }); got != left {
+			t.Errorf("%d values of 1 MiB set by racing writers, want %d", got, left)
+		}
+		usage(t, open(), "p", store.MaxDataBytes)
 	}
-	const left = 4 // values of 1 MiB that fit once the race starts
-	for _, n := range []int{1, 2, 4} {
-		t.Run(fmt.Sprintf("bytes/%d handles", n), func(t *testing.T) {
-			handles, program := openN(n), fmt.Sprintf("bytes-%d", n)
-			for i := range store.MaxDataBytes/(1<<20) - left {
-				k := fmt.Sprintf("v%02d", i)
-				if err := handles[0].Set(program, []byte(k), megabyte(k)); err != nil {
-					t.Fatal(err)
-				}
-			}
-			// Every handle has counted before the race.
-			for _, h := range handles {
-				usage(t, h, program, store.MaxDataBytes-left<<20)
-			}
-			if got := racingSets(t, handles, program, 2, func(k []byte) []byte { return megabyte(string(k)) }); got != left {
-				t.Errorf("%d values of 1 MiB set by racing writers, want %d", got, left)
-			}
-			usage(t, open(), program, store.MaxDataBytes)
-		})
-	}
-	for _, n := range []int{2, 4} {
-		t.Run(fmt.Sprintf("keys/%d handles", n), func(t *testing.T) {
-			handles, program := openN(n), fmt.Sprintf("keys-%d", n)
-			fill(t, handles, program, store.MaxKeys-20)
-			for _, h := range handles {
-				usage(t, h, program, (store.MaxKeys-20)*store.BlockSize)
-			}
-			if got := racingSets(t, handles, program, 4, func([]byte) []byte { return []byte("v") }); got != 20 {
-				t.Errorf("%d keys set by racing writers, want 20", got)
-			}
-			usage(t, open(), program, store.MaxKeys*store.BlockSize)
-		})
+}
+
+// racingKeys: of 16 writers of two new keys each, when 20 keys fit, 20
+// succeed.
+func racingKeys(handles int) func(t *testing.T, open func() store.State) {
+	return func(t *testing.T, open func() store.State) {
+		hs := openN(open, handles)
+		fill(t, hs, "p", store.MaxKeys-20)
+		for _, h := range hs {
+			usage(t, h, "p", (store.MaxKeys-20)*store.BlockSize)
+		}
+		if got := racingSets(t, hs, "p", 2, func([]byte) []byte { return []byte("v") }); got != 20 {
+			t.Errorf("%d keys set by racing writers, want 20", got)
+		}
+		usage(t, open(), "p", store.MaxKeys*store.BlockSize)
 	}
 }
