@@ -4,7 +4,7 @@ export CGO_ENABLED := 0
 GO ?= go
 
 .PHONY: build deps test test-short test-race check check-fixtures check-examples \
-	bench bench-mcp soak fixtures examples fuzz clean \
+	bench bench-mcp bench-replicas soak fixtures examples fuzz clean \
 	release-tools release-snapshot release-test
 
 # Tools the tests drive, installed only when missing.
@@ -86,6 +86,14 @@ bench: deps
 
 bench-mcp: deps
 	bash mcpserve/testdata/bench.sh
+
+# bench-replicas measures berm serve replicas on PostgreSQL behind nginx next
+# to one replica on the embedded root: calls per second, statements per call,
+# deploy to tools/list_changed on another replica (deploy/bench/main.go).
+bench-replicas:
+	@$(call apt,nginx,nginx)
+	@$(call apt,pg_ctlcluster,postgresql)
+	bash deploy/bench/bench.sh
 
 # soak drives berm serve (stdio and HTTP) with 64 concurrent MCP clients,
 # misbehaving programs among the well-behaved, and prints throughput, latency,

@@ -1,0 +1,723 @@
+// Command bench measures berm serve replicas sharing one PostgreSQL database
+// behind nginx (round robin), next to one replica on the embedded root, in
+// one run on one machine:
+//
+//   - calls per second of the echo program (no data) and of the kv
+//     program's get (one read of its data) through nginx, with 1, 2 and 3
+//     replicas on PostgreSQL and 1 on a root directory, each the median over
+//     rounds, with its ratio to the root's;
+//   - the statements each call sends to the database (target: 0 for echo, 1
+//     for a get), counted by PostgreSQL itself (pg_stat_statements) over the
+//     measure, less what the idle replicas send meanwhile (the periodic
+//     resync), divided by the calls;
+//   - the time from a deploy through one replica's control API to
+//     tools/list_changed on a client of another replica, p50 and p99.
+//
+// bench.sh beside it builds berm, starts a private PostgreSQL cluster with
+// pg_stat_statements loaded and runs it (make bench-replicas). Every server
+// listens on loopback; every load is bounded in time.
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+type config struct {
+	berm, nginx, state, testdata string
+	clients, rounds, deploys     int
+	duration, warmup             time.Duration
+}
+
+func main() {
+	var c config
+	flag.StringVar(&c.berm, "berm", "", "the berm binary")
+	flag.StringVar(&c.state, "state", "", "a postgres:// `URL` of an empty database, as a superuser where pg_stat_statements is loaded (bench.sh starts one)")
+	flag.StringVar(&c.nginx, "nginx", "/usr/sbin/nginx", "the nginx binary")
+	flag.StringVar(&c.testdata, "testdata", "testdata", "the repository's testdata directory (echo.wasm, kv.wasm)")
+	flag.IntVar(&c.clients, "clients", 8, "MCP clients calling at once through nginx")
+	flag.IntVar(&c.rounds, "rounds", 3, "rounds; each figure is the median over them")
+	flag.IntVar(&c.deploys, "deploys", 20, "deploys timed to tools/list_changed")
+	flag.DurationVar(&c.duration, "duration", 3*time.Second, "time each measure calls for")
+	flag.DurationVar(&c.warmup, "warmup", 500*time.Millisecond, "time each measure calls for before counting")
+	flag.Parse()
+	if c.berm == "" || c.state == "" {
+		fmt.Fprintln(os.Stderr, "bench: -berm and -state are required (bench.sh gives them)")
+		os.Exit(2)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, c); err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(1)
+	}
+}
+
+// setup is what one measured configuration is: a balancer and the
+// replicas behind it.
+type setup struct {
+	label    string
+	balancer string // http://127.0.0.1:PORT
+	replicas []*process
+	postgres bool
+}
+
+// figures are one round's measures of one setup.
+type figures struct {
+	echoCPS, getCPS     float64
+	echoStmts, getStmts float64 // per call, when counted
+	counted             bool
+}
+
+func run(ctx context.Context, c config) error {
+	work, err := os.MkdirTemp("", "berm-bench-replicas-")
+	if err != nil {
+		return err
+	}
+	var procs []*process
+	defer func() {
+		for _, p := range slices.Backward(procs) {
+			p.stop()
+		}
+		os.RemoveAll(work)
+	}()
+	echoWasm, kvWasm := filepath.Join(c.testdata, "echo.wasm"), filepath.Join(c.testdata, "kv.wasm")
+
+	root := filepath.Join(work, "root")
+	for _, args := range [][]string{
+		{"deploy", "--root", root, "echo", echoWasm},
+		{"deploy", "--root", root, "kv", kvWasm},
+		{"deploy", "--state", c.state, "echo", echoWasm},
+		{"deploy", "--state", c.state, "kv", kvWasm},
+	} {
+		if err := runBerm(ctx, c.berm, filepath.Join(work, "cli"), args...); err != nil {
+			return err
+		}
+	}
+
+	start := func(name string, args ...string) (*process, error) {
+		args = append([]string{"serve", "--addr", "127.0.0.1:0", "--stateless", "--log-level", "warn"}, args...)
+		p, err := startServe(ctx, name, c.berm, args...)
+		if err != nil {
+			return nil, err
+		}
+		procs = append(procs, p)
+		return p, p.waitReady(ctx, 2)
+	}
+	onRoot, err := start("root", "--root", root)
+	if err != nil {
+		return err
+	}
+	var onPG []*process
+	for i := range 3 {
+		p, err := start(fmt.Sprintf("pg%d", i+1), "--state", c.state, "--root", filepath.Join(work, fmt.Sprintf("cache%d", i+1)))
+		if err != nil {
+			return err
+		}
+		onPG = append(onPG, p)
+	}
+	setups := []*setup{{label: "root ×1", replicas: []*process{onRoot}}}
+	for n := 1; n <= 3; n++ {
+		setups = append(setups, &setup{label: fmt.Sprintf("postgres ×%d", n), replicas: onPG[:n], postgres: true})
+	}
+	for _, s := range setups {
+		lb, err := startNginx(ctx, filepath.Join(work, "nginx-"+strings.ReplaceAll(s.label, " ×", "")), c.nginx, s.replicas)
+		if err != nil {
+			return err
+		}
+		procs = append(procs, lb)
+		s.balancer = lb.url
+	}
+	// One value for every get to read, on each state.
+	for _, s := range []*setup{setups[0], setups[1]} {
+		if err := callOnce(ctx, s.balancer, "kv_set", map[string]any{"n": 1}); err != nil {
+			return fmt.Errorf("%s: kv_set: %w", s.label, err)
+		}
+	}
+
+	stats, statsErr := openStatements(ctx, c.state)
+	if statsErr != nil {
+		fmt.Printf("note: statements per call not counted: %v\n", statsErr)
+	} else {
+		defer stats.Close(context.WithoutCancel(ctx))
+	}
+
+	fmt.Printf("berm serve replicas behind nginx (round robin, --stateless), %d MCP clients, %s a measure after %s of warm-up, median of %d rounds, on %d cores\n",
+		c.clients, c.duration, c.warmup, c.rounds, runtime.NumCPU())
+	results := make(map[*setup][]figures)
+	for round := range c.rounds {
+		for _, s := range setups {
+			var f figures
+			f.counted = s.postgres && stats != nil
+			var idleRate float64
+			if f.counted {
+				if idleRate, err = stats.idleRate(ctx, time.Second); err != nil {
+					return err
+				}
+			}
+			for _, m := range []struct {
+				tool  string
+				cps   *float64
+				stmts *float64
+			}{{"echo_echo", &f.echoCPS, &f.echoStmts}, {"kv_get", &f.getCPS, &f.getStmts}} {
+				// The statements are counted over the same window as the
+				// calls; the idle replicas' own are not the calls'.
+				var marks []int64
+				mark := func() error {
+					if !f.counted {
+						return nil
+					}
+					n, err := stats.count(ctx)
+					marks = append(marks, n)
+					return err
+				}
+				calls, elapsed, err := load(ctx, s.balancer, m.tool, c.clients, c.warmup, c.duration, mark)
+				if err != nil {
+					return fmt.Errorf("%s, %s: %w", s.label, m.tool, err)
+				}
+				*m.cps = float64(calls) / elapsed.Seconds()
+				if f.counted {
+					*m.stmts = (float64(marks[1]-marks[0]) - idleRate*elapsed.Seconds()) / float64(calls)
+				}
+			}
+			results[s] = append(results[s], f)
+			fmt.Printf("  round %d %-12s echo %7.0f calls/s   kv get %7.0f calls/s\n", round+1, s.label, f.echoCPS, f.getCPS)
+		}
+	}
+
+	fmt.Println()
+	fmt.Printf("%-12s %14s %7s %14s %7s %12s %12s\n", "", "echo calls/s", "ratio", "get calls/s", "ratio", "stmts/echo", "stmts/get")
+	base := results[setups[0]]
+	baseEcho, baseGet := median(pick(base, func(f figures) float64 { return f.echoCPS })), median(pick(base, func(f figures) float64 { return f.getCPS }))
+	for _, s := range setups {
+		fs := results[s]
+		echo, get := median(pick(fs, func(f figures) float64 { return f.echoCPS })), median(pick(fs, func(f figures) float64 { return f.getCPS }))
+		stmtsEcho, stmtsGet := "-", "-"
+		if len(fs) > 0 && fs[0].counted {
+			stmtsEcho = fmt.Sprintf("%.2f", median(pick(fs, func(f figures) float64 { return f.echoStmts })))
+			stmtsGet = fmt.Sprintf("%.2f", median(pick(fs, func(f figures) float64 { return f.getStmts })))
+		}
+		fmt.Printf("%-12s %14.0f %7.2f %14.0f %7.2f %12s %12s\n", s.label, echo, echo/baseEcho, get, get/baseGet, stmtsEcho, stmtsGet)
+	}
+
+	// A replica that keeps sessions, so that its client hears of deploys.
+	listener, err := startServe(ctx, "listener", c.berm, "serve", "--addr", "127.0.0.1:0", "--log-level", "warn",
+		"--state", c.state, "--root", filepath.Join(work, "cache-listener"))
+	if err != nil {
+		return err
+	}
+	procs = append(procs, listener)
+	if err := listener.waitReady(ctx, 2); err != nil {
+		return err
+	}
+	notified, answered, err := deployLatency(ctx, c, onPG[0], listener, echoWasm, kvWasm)
+	if err != nil {
+		return err
+	}
+	fmt.Println()
+	fmt.Printf("deploy through one replica's control API -> tools/list_changed on another replica's client, %d deploys:\n", len(notified))
+	fmt.Printf("  notified  p50 %s  p99 %s  (max %s)\n", ms(percentile(notified, 50)), ms(percentile(notified, 99)), ms(slices.Max(notified)))
+	fmt.Printf("  (the deploy's PUT answered: p50 %s  p99 %s)\n", ms(percentile(answered, 50)), ms(percentile(answered, 99)))
+	target := "met"
+	if percentile(notified, 99) >= time.Second {
+		target = "MISSED"
+	}
+	fmt.Printf("target %s: p99 under 1 s\n", target)
+	return nil
+}
+
+// load calls tool through base with n clients for warmup and then for d,
+// and returns the calls completed in d and d as measured; mark is called as
+// the counted window opens and as it closes. Any failed call ends the
+// measure with its error: a benchmark of failures is no benchmark.
+func load(ctx context.Context, base, tool string, n int, warmup, d time.Duration, mark func() error) (int64, time.Duration, error) {
+	sessions := make([]*mcp.ClientSession, n)
+	for i := range sessions {
+		cs, err := connect(ctx, base, nil, false)
+		if err != nil {
+			return 0, 0, err
+		}
+		defer cs.Close()
+		sessions[i] = cs
+	}
+	var counting atomic.Bool
+	var calls atomic.Int64
+	stop := make(chan struct{})
+	errs := make(chan error, n)
+	var wg sync.WaitGroup
+	for _, cs := range sessions {
+		wg.Go(func() {
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: tool, Arguments: map[string]any{"message": "hi"}})
+				if err == nil && res.IsError {
+					err = fmt.Errorf("%s: tool error: %v", tool, res.Content)
+				}
+				if err != nil {
+					errs <- err
+					return
+				}
+				if counting.Load() {
+					calls.Add(1)
+				}
+			}
+		})
+	}
+	timer := func(d time.Duration) error {
+		select {
+		case <-time.After(d):
+			return nil
+		case err := <-errs:
+			return err
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	err := timer(warmup)
+	if err == nil {
+		err = mark()
+	}
+	start := time.Now()
+	counting.Store(true)
+	if err == nil {
+		err = timer(d)
+	}
+	counting.Store(false)
+	elapsed := time.Since(start)
+	if err == nil {
+		err = mark()
+	}
+	close(stop)
+	wg.Wait()
+	if err != nil {
+		return 0, 0, err
+	}
+	select {
+	case err := <-errs:
+		return 0, 0, err
+	default:
+	}
+	return calls.Load(), elapsed, nil
+}
+
+// deployLatency deploys through from's control API, alternating two images
+// under one name so that every deploy changes the tools, and times each to
+// the tools/list_changed that to's client receives.
+func deployLatency(ctx context.Context, c config, from, to *process, images ...string) (notified, answered []time.Duration, err error) {
+	changed := make(chan time.Time, 64)
+	cs, err := connect(ctx, to.url, &mcp.ClientOptions{
+		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) { changed <- time.Now() },
+	}, true)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer cs.Close()
+	var bodies [][]byte
+	for _, name := range images {
+		b, err := os.ReadFile(name)
+		if err != nil {
+			return nil, nil, err
+		}
+		bodies = append(bodies, b)
+	}
+	for i := range c.deploys {
+		for len(changed) > 0 {
+			<-changed
+		}
+		start := time.Now()
+		if err := putProgram(ctx, from.url, "lat", bodies[i%len(bodies)]); err != nil {
+			return nil, nil, err
+		}
+		answered = append(answered, time.Since(start))
+		select {
+		case at := <-changed:
+			notified = append(notified, at.Sub(start))
+		case <-time.After(10 * time.Second):
+			return nil, nil, fmt.Errorf("deploy %d: no tools/list_changed on %s within 10 s", i+1, to.name)
+		case <-ctx.Done():
+			return nil, nil, ctx.Err()
+		}
+		// Apart, so that no two deploys fold into one notification.
+		time.Sleep(50 * time.Millisecond)
+	}
+	return notified, answered, nil
+}
+
+// statements counts what PostgreSQL ran in the benchmark's database, by
+// pg_stat_statements, which counts each statement executed (not the
+// prepares, nor pgx's empty-query pings of idle connections).
+type statements struct{ conn *pgx.Conn }
+
+func openStatements(ctx context.Context, url string) (*statements, error) {
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		return nil, err
+	}
+	s := &statements{conn}
+	if _, err := conn.Exec(ctx, "CREATE EXTENSION IF NOT EXISTS pg_stat_statements"); err != nil {
+		conn.Close(ctx)
+		return nil, err
+	}
+	if _, err := s.count(ctx); err != nil {
+		conn.Close(ctx)
+		return nil, fmt.Errorf("%w (bench.sh starts PostgreSQL with shared_preload_libraries=pg_stat_statements)", err)
+	}
+	return s, nil
+}
+
+func (s *statements) Close(ctx context.Context) error { return s.conn.Close(ctx) }
+
+// count is the statements run so far in this database, the benchmark's own
+// reads of pg_stat_statements left out.
+func (s *statements) count(ctx context.Context) (int64, error) {
+	var n int64
+	err := s.conn.QueryRow(ctx, `SELECT coalesce(sum(calls), 0)::bigint FROM pg_stat_statements
+		WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database())
+		AND query NOT LIKE '%pg_stat_statements%'`).Scan(&n)
+	return n, err
+}
+
+// idleRate is the statements per second the replicas send with no calls:
+// their periodic resync and the like.
+func (s *statements) idleRate(ctx context.Context, d time.Duration) (float64, error) {
+	before, err := s.count(ctx)
+	if err != nil {
+		return 0, err
+	}
+	time.Sleep(d)
+	after, err := s.count(ctx)
+	if err != nil {
+		return 0, err
+	}
+	return float64(after-before) / d.Seconds(), nil
+}
+
+// process is a server the benchmark started.
+type process struct {
+	name string
+	url  string
+	cmd  *exec.Cmd
+	log  bytes.Buffer // nginx's output; a replica's stderr lines
+	mu   sync.Mutex
+	done chan struct{}
+}
+
+func (p *process) logText() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.log.String()
+}
+
+func (p *process) stop() {
+	select {
+	case <-p.done:
+		return
+	default:
+	}
+	p.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-p.done:
+	case <-time.After(10 * time.Second):
+		p.cmd.Process.Kill()
+		<-p.done
+	}
+}
+
+func bermEnv() []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		name, _, _ := strings.Cut(kv, "=")
+		switch name {
+		case "BERM_SERVER", "BERM_CONTEXT", "BERM_TOKEN", "BERM_STATE", "BERM_ROOT", "BERM_ADDR":
+			continue
+		}
+		env = append(env, kv)
+	}
+	return env
+}
+
+// runBerm runs the berm CLI with root as its default --root (its
+// compiled-code cache and config when it acts on the database).
+func runBerm(ctx context.Context, bin, root string, args ...string) error {
+	cmd := exec.CommandContext(ctx, bin, args...)
+	cmd.Env = append(bermEnv(), "BERM_ROOT="+root)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("berm %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return nil
+}
+
+// startServe starts berm serve and returns once it logs where it listens.
+func startServe(ctx context.Context, name, bin string, args ...string) (*process, error) {
+	p := &process{name: name, done: make(chan struct{})}
+	p.cmd = exec.Command(bin, args...)
+	p.cmd.Env = bermEnv()
+	stderr, err := p.cmd.StderrPipe()
+	if err != nil {
+		return nil, err
+	}
+	if err := p.cmd.Start(); err != nil {
+		return nil, err
+	}
+	urls := make(chan string, 1)
+	scanned := make(chan struct{})
+	go func() {
+		defer close(scanned)
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() {
+			line := sc.Text()
+			p.mu.Lock()
+			p.log.WriteString(line + "\n")
+			p.mu.Unlock()
+			if !strings.Contains(line, "msg=listen ") {
+				continue
+			}
+			for _, f := range strings.Fields(line) {
+				if u, ok := strings.CutPrefix(f, "url="); ok {
+					select {
+					case urls <- strings.TrimSuffix(u, "/mcp"):
+					default:
+					}
+				}
+			}
+		}
+	}()
+	go func() {
+		<-scanned
+		p.cmd.Wait()
+		close(p.done)
+	}()
+	select {
+	case p.url = <-urls:
+		return p, nil
+	case <-p.done:
+		return nil, fmt.Errorf("%s exited before listening:\n%s", name, p.logText())
+	case <-time.After(30 * time.Second):
+		p.stop()
+		return nil, fmt.Errorf("%s did not listen within 30 s:\n%s", name, p.logText())
+	case <-ctx.Done():
+		p.stop()
+		return nil, ctx.Err()
+	}
+}
+
+// waitReady waits for /healthz 200 with at least programs served.
+func (p *process) waitReady(ctx context.Context, programs int) error {
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		resp, err := http.Get(p.url + "/healthz")
+		if err == nil {
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			var n int
+			if i := bytes.Index(body, []byte(`"programs":`)); i >= 0 {
+				fmt.Sscan(strings.TrimSpace(string(body[i+len(`"programs":`):])), &n)
+			}
+			if resp.StatusCode == http.StatusOK && n >= programs {
+				return nil
+			}
+		}
+		select {
+		case <-p.done:
+			return fmt.Errorf("%s exited:\n%s", p.name, p.logText())
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	return fmt.Errorf("%s not ready with %d programs within 30 s:\n%s", p.name, programs, p.logText())
+}
+
+// startNginx starts nginx, round robin over replicas, with the settings of
+// deploy/nginx.conf that matter to speed: kept-alive upstream connections,
+// unbuffered streaming, a worker per core.
+func startNginx(ctx context.Context, dir, bin string, replicas []*process) (*process, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	var upstreams strings.Builder
+	for _, r := range replicas {
+		fmt.Fprintf(&upstreams, "\t\tserver %s max_fails=1 fail_timeout=5s;\n", strings.TrimPrefix(r.url, "http://"))
+	}
+	user := ""
+	if os.Geteuid() == 0 {
+		user = "user root;" // workers as nobody could not enter dir
+	}
+	conf := fmt.Sprintf(`%s
+worker_processes auto;
+pid %[2]s/nginx.pid;
+error_log %[2]s/error.log warn;
+events { worker_connections 4096; }
+http {
+	access_log off;
+	client_body_temp_path %[2]s/body;
+	proxy_temp_path %[2]s/proxy;
+	fastcgi_temp_path %[2]s/fastcgi;
+	uwsgi_temp_path %[2]s/uwsgi;
+	scgi_temp_path %[2]s/scgi;
+	upstream berm {
+%[3]s		keepalive 32;
+	}
+	server {
+		listen %[4]s;
+		location / {
+			proxy_pass http://berm;
+			proxy_http_version 1.1;
+			proxy_set_header Connection "";
+			proxy_set_header Host $http_host;
+			proxy_buffering off;
+			proxy_request_buffering off;
+			proxy_read_timeout 1h;
+		}
+	}
+}
+`, user, dir, upstreams.String(), addr)
+	confPath := filepath.Join(dir, "nginx.conf")
+	if err := os.WriteFile(confPath, []byte(conf), 0o644); err != nil {
+		return nil, err
+	}
+	p := &process{name: "nginx", url: "http://" + addr, done: make(chan struct{})}
+	p.cmd = exec.Command(bin, "-e", filepath.Join(dir, "error.log"), "-p", dir, "-c", confPath, "-g", "daemon off;")
+	p.cmd.Stdout, p.cmd.Stderr = &lockedWriter{p}, &lockedWriter{p}
+	if err := p.cmd.Start(); err != nil {
+		return nil, err
+	}
+	go func() {
+		p.cmd.Wait()
+		close(p.done)
+	}()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		conn, err := net.DialTimeout("tcp", addr, time.Second)
+		if err == nil {
+			conn.Close()
+			return p, nil
+		}
+		select {
+		case <-p.done:
+			logs, _ := os.ReadFile(filepath.Join(dir, "error.log"))
+			return nil, fmt.Errorf("nginx exited:\n%s%s", p.logText(), logs)
+		case <-ctx.Done():
+			p.stop()
+			return nil, ctx.Err()
+		case <-time.After(10 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			p.stop()
+			return nil, errors.New("nginx does not listen after 10 s")
+		}
+	}
+}
+
+type lockedWriter struct{ p *process }
+
+func (w *lockedWriter) Write(b []byte) (int, error) {
+	w.p.mu.Lock()
+	defer w.p.mu.Unlock()
+	return w.p.log.Write(b)
+}
+
+// connect opens an MCP session at base; standalone opens the stream of
+// server-initiated messages, which a stateless replica does not serve.
+func connect(ctx context.Context, base string, opts *mcp.ClientOptions, standalone bool) (*mcp.ClientSession, error) {
+	transport := &mcp.StreamableClientTransport{
+		Endpoint:             base + "/mcp",
+		HTTPClient:           &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 4}},
+		DisableStandaloneSSE: !standalone,
+	}
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "berm-bench-replicas", Version: "0"}, opts).Connect(ctx, transport, nil)
+	if err != nil {
+		return nil, fmt.Errorf("connect to %s: %w", base, err)
+	}
+	return cs, nil
+}
+
+func callOnce(ctx context.Context, base, tool string, args any) error {
+	cs, err := connect(ctx, base, nil, false)
+	if err != nil {
+		return err
+	}
+	defer cs.Close()
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: tool, Arguments: args})
+	if err == nil && res.IsError {
+		err = fmt.Errorf("tool error: %v", res.Content)
+	}
+	return err
+}
+
+func putProgram(ctx context.Context, base, name string, image []byte) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPut, base+"/v1/programs/"+name, bytes.NewReader(image))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Content-Type", "application/wasm")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("PUT %s/v1/programs/%s: %s: %s", base, name, resp.Status, body)
+	}
+	return nil
+}
+
+func pick(fs []figures, f func(figures) float64) []float64 {
+	out := make([]float64, len(fs))
+	for i := range fs {
+		out[i] = f(fs[i])
+	}
+	return out
+}
+
+func median(xs []float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	s := slices.Sorted(slices.Values(xs))
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
+
+// percentile is the nearest-rank percentile.
+func percentile(ds []time.Duration, p int) time.Duration {
+	s := slices.Sorted(slices.Values(ds))
+	i := (p*len(s) + 99) / 100
+	return s[max(i-1, 0)]
+}
+
+func ms(d time.Duration) string { return fmt.Sprintf("%.1f ms", float64(d.Microseconds())/1000) }

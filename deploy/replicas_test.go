@@ -1,0 +1,530 @@
+// Package deploy_test drives berm serve as it is deployed for many users:
+// replicas (real processes) sharing one PostgreSQL database, behind nginx
+// (round robin), called by real MCP clients. The tests need PostgreSQL and
+// nginx, which .ci/run installs; they skip, saying so, where either is
+// missing, and under -short.
+package deploy_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/berm-dev/berm/internal/pgtest"
+)
+
+// startReplicas starts n stateless replicas on state at once and waits
+// until each serves programs programs.
+func startReplicas(t *testing.T, state string, n, programs int) []*replica {
+	t.Helper()
+	rs := make([]*replica, n)
+	for i := range rs {
+		rs[i] = spawnReplica(t, fmt.Sprintf("r%d", i), state, replicaOptions{})
+	}
+	for _, r := range rs {
+		r.waitListen(t)
+		r.waitReady(t, programs)
+	}
+	return rs
+}
+
+func TestThreeReplicasBehindNginxServeEveryCall(t *testing.T) {
+	needServers(t, true)
+	state := pgtest.URL(t)
+	berm(t, "deploy", "--state", state, "echo", "testdata/echo.wasm")
+	berm(t, "deploy", "--state", state, "kv", "testdata/kv.wasm")
+	rs := startReplicas(t, state, 3, 2)
+	lb := startNginx(t, rs...)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+
+	c := connect(t, ctx, lb.url, nil, false)
+	tools, err := c.tools(ctx)
+	if err != nil {
+		t.Fatalf("tools/list through nginx: %v", err)
+	}
+	for _, want := range []string{"echo_echo", "kv_get", "kv_set"} {
+		if !tools[want] {
+			t.Errorf("tools/list through nginx lacks %s: %v", want, tools)
+		}
+	}
+
+	const calls = 60
+	served := map[string]int{}
+	for i := range calls {
+		msg := fmt.Sprintf("call %d", i)
+		text, err := c.call(ctx, "echo_echo", map[string]any{"message": msg})
+		if err != nil {
+			t.Fatalf("call %d through nginx: %v", i, err)
+		}
+		var got struct{ Message string }
+		if err := json.Unmarshal([]byte(text), &got); err != nil || got.Message != msg {
+			t.Fatalf("call %d through nginx returned %q, want the arguments {\"message\":%q}", i, text, msg)
+		}
+		served[c.upstream.Last()]++
+	}
+	// Each replica ran calls, and all the calls ran once: the replicas'
+	// own counts add up to what the client sent.
+	var total float64
+	for _, r := range rs {
+		if served[r.addr()] == 0 {
+			t.Errorf("nginx sent no call to replica %s (%s): served %v", r.name, r.addr(), served)
+		}
+		n := r.metric(t, "berm_calls_total", `program="echo"`)
+		if n == 0 {
+			t.Errorf("replica %s counts no echo call at /metrics", r.name)
+		}
+		total += n
+	}
+	if total != calls {
+		t.Errorf("the replicas count %v echo calls at /metrics, want the %d sent", total, calls)
+	}
+}
+
+func TestDeployOnOneReplicaReachesTheOthers(t *testing.T) {
+	needServers(t, false)
+	state := pgtest.URL(t)
+	berm(t, "deploy", "--state", state, "echo", "testdata/echo.wasm")
+	a := spawnReplica(t, "a", state, replicaOptions{})
+	b := spawnReplica(t, "b", state, replicaOptions{})
+	// c keeps sessions, so that it can tell its clients tools/list_changed.
+	c := spawnReplica(t, "c", state, replicaOptions{stateful: true})
+	for _, r := range []*replica{a, b, c} {
+		r.waitListen(t)
+		r.waitReady(t, 1)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	changed := make(chan time.Time, 64)
+	onC := connect(t, ctx, c.url, &mcp.ClientOptions{
+		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) { changed <- time.Now() },
+	}, true)
+	onA := connect(t, ctx, a.url, nil, false)
+	onB := connect(t, ctx, b.url, nil, false)
+
+	steps := []struct {
+		name   string
+		change func()
+		tool   string
+		listed bool
+		on     []*client
+	}{
+		{"deploy through the CLI on the database", func() { berm(t, "deploy", "--state", state, "kv", "testdata/kv.wasm") },
+			"kv_get", true, []*client{onA, onB, onC}},
+		{"deploy through replica a's control API", func() { berm(t, "deploy", "--server", a.url, "echo2", "testdata/echo.wasm") },
+			"echo2_echo", true, []*client{onB, onC}},
+		{"removal through the CLI on the database", func() { berm(t, "rm", "--state", state, "kv") },
+			"kv_get", false, []*client{onA, onB, onC}},
+	}
+	for _, step := range steps {
+		for len(changed) > 0 {
+			<-changed
+		}
+		start := time.Now()
+		step.change()
+		for i, cl := range step.on {
+			waitListed(t, ctx, cl, step.tool, step.listed, fmt.Sprintf("%s: client %d", step.name, i))
+		}
+		listed := time.Since(start)
+		// The notification is the one thing timed here, and only bounded
+		// generously: deploy/bench measures the latency.
+		select {
+		case at := <-changed:
+			t.Logf("%s: tools/list_changed on c after %s, listed everywhere after %s", step.name, at.Sub(start), listed)
+		case <-time.After(5 * time.Second):
+			t.Fatalf("%s: replica c sent its client no tools/list_changed within 5 s", step.name)
+		}
+	}
+}
+
+// waitListed polls tools/list until tool is listed (or not, as listed
+// says), for up to 5 s.
+func waitListed(t *testing.T, ctx context.Context, c *client, tool string, listed bool, what string) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		tools, err := c.tools(ctx)
+		if err != nil {
+			t.Fatalf("%s: tools/list: %v", what, err)
+		}
+		if tools[tool] == listed {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: %s listed is %v after 5 s, want %v", what, tool, tools[tool], listed)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// kvValue is what the writers store with the kv program's set, which keeps
+// its arguments byte for byte under one key.
+type kvValue struct {
+	Client int `json:"client"`
+	Seq    int `json:"seq"`
+}
+
+// writer is one MCP client writing seq = 1, 2, ... to its own program
+// through nginx.
+type writer struct {
+	id       int
+	program  string
+	c        *client
+	lastAck  int // the last seq whose set was acknowledged
+	tried    int // the last seq sent
+	failures []failedCall
+	ackedBy  map[string]int // replica address -> writes it acknowledged
+}
+
+type failedCall struct {
+	seq        int
+	start, end time.Time
+	err        error
+}
+
+// set writes the next seq, and records the outcome; a result other than
+// "set" fails the test: a write is acknowledged or fails, never answers
+// something else.
+func (w *writer) set(t *testing.T, ctx context.Context) error {
+	seq := w.tried + 1
+	w.tried = seq
+	start := time.Now()
+	callCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	text, err := w.c.call(callCtx, w.program+"_set", kvValue{Client: w.id, Seq: seq})
+	if err != nil {
+		w.failures = append(w.failures, failedCall{seq: seq, start: start, end: time.Now(), err: err})
+		return err
+	}
+	if text != "set" {
+		t.Errorf("writer %d: set seq %d answered %q, want set", w.id, seq, text)
+		return errToolFailed
+	}
+	w.lastAck = seq
+	w.ackedBy[w.c.upstream.Last()]++
+	return nil
+}
+
+// readValue reads program's value with get on a replica directly.
+func readValue(t *testing.T, ctx context.Context, on *client, program string) kvValue {
+	t.Helper()
+	text, err := on.call(ctx, program+"_get", map[string]any{})
+	if err != nil {
+		t.Fatalf("%s_get: %v", program, err)
+	}
+	var v kvValue
+	if err := json.Unmarshal([]byte(text), &v); err != nil {
+		t.Fatalf("%s_get returned %q, not a value the writer stored", program, text)
+	}
+	return v
+}
+
+func TestReplicaKilledMidWriteLosesNoAcknowledgedWrite(t *testing.T) {
+	needServers(t, true)
+	const writers = 32
+	state := pgtest.URL(t)
+	kv := readFixture(t, "kv.wasm")
+	// The kv program keeps one key: each writer gets a program of its own,
+	// so that its writes are ordered and the last one acknowledged is what
+	// must be read back.
+	rs := startReplicas(t, state, 3, 0)
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	for i := range writers {
+		if err := rs[0].putProgram(ctx, fmt.Sprintf("kv%d", i), kv); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, r := range rs {
+		r.waitReady(t, writers)
+	}
+	lb := startNginx(t, rs...)
+	victim, reader := rs[1], rs[2]
+
+	ws := make([]*writer, writers)
+	var wg sync.WaitGroup
+	for i := range ws {
+		ws[i] = &writer{id: i, program: fmt.Sprintf("kv%d", i), c: connect(t, ctx, lb.url, nil, false), ackedBy: map[string]int{}}
+	}
+	// Phase one: every writer writes until the victim is dead; each has one
+	// call at a time, so at most one of its calls can be in flight there.
+	var killed atomic.Bool
+	var acks atomic.Int64
+	for _, w := range ws {
+		wg.Go(func() {
+			for !killed.Load() && ctx.Err() == nil {
+				if w.set(t, ctx) == nil {
+					acks.Add(1)
+				}
+			}
+		})
+	}
+	for acks.Load() < 10*writers {
+		if ctx.Err() != nil {
+			t.Fatalf("only %d writes acknowledged before the deadline", acks.Load())
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	victim.kill(t)
+	dead := time.Now()
+	killed.Store(true)
+	wg.Wait()
+
+	var failures, byVictim int
+	for _, w := range ws {
+		byVictim += w.ackedBy[victim.addr()]
+		failures += len(w.failures)
+		if len(w.failures) > 1 {
+			t.Errorf("writer %d: %d calls failed, want at most the one in flight at the kill: %v", w.id, len(w.failures), w.failures)
+		}
+		for _, f := range w.failures {
+			if !f.start.Before(dead) {
+				t.Errorf("writer %d: seq %d, sent %s after the victim was reaped, failed: %v", w.id, f.seq, f.start.Sub(dead), f.err)
+			}
+			if errors.Is(f.err, errToolFailed) {
+				t.Errorf("writer %d: seq %d failed as a tool result, want a transport error (the replica died): %v", w.id, f.seq, f.err)
+			}
+		}
+	}
+	if byVictim == 0 {
+		t.Fatalf("the victim %s acknowledged no write before it was killed: the test shows nothing", victim.addr())
+	}
+	t.Logf("%d writes acknowledged, %d of them by the victim; %d calls in flight on it failed", acks.Load(), byVictim, failures)
+
+	onReader := connect(t, ctx, reader.url, nil, false)
+	for _, w := range ws {
+		// The call that failed may or may not have been written; nothing
+		// acknowledged may be missing.
+		v := readValue(t, ctx, onReader, w.program)
+		if v.Client != w.id || v.Seq < w.lastAck || v.Seq > w.tried {
+			t.Errorf("writer %d: %s holds %+v, want client %d and seq from %d (the last acknowledged) to %d (the last sent)",
+				w.id, w.program, v, w.id, w.lastAck, w.tried)
+		}
+	}
+
+	// Phase two: the balancer goes round the dead replica (a refused
+	// connection sends nothing, so nginx passes the request on): every
+	// write succeeds.
+	for _, w := range ws {
+		w.failures = nil
+		wg.Go(func() {
+			for range 5 {
+				w.set(t, ctx)
+			}
+		})
+	}
+	wg.Wait()
+	for _, w := range ws {
+		if len(w.failures) > 0 {
+			t.Errorf("writer %d: after the kill, %d writes through nginx failed: %v", w.id, len(w.failures), w.failures[0].err)
+		}
+		if v := readValue(t, ctx, onReader, w.program); v != (kvValue{w.id, w.lastAck}) {
+			t.Errorf("writer %d: %s holds %+v, want the last write, seq %d", w.id, w.program, v, w.lastAck)
+		}
+	}
+}
+
+func TestDatabaseRestartUnderLoad(t *testing.T) {
+	needServers(t, true)
+	cluster := pgtest.NewCluster(t)
+	state := cluster.URL(t)
+	berm(t, "deploy", "--state", state, "echo", "testdata/echo.wasm")
+	berm(t, "deploy", "--state", state, "kv", "testdata/kv.wasm")
+	rs := startReplicas(t, state, 2, 2)
+	lb := startNginx(t, rs...)
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	echo := connect(t, ctx, lb.url, nil, false)
+	kv := connect(t, ctx, lb.url, nil, false)
+	if _, err := kv.call(ctx, "kv_set", kvValue{Seq: 1}); err != nil {
+		t.Fatalf("kv_set before the restart: %v", err)
+	}
+
+	// down is set while the database is stopped, from before Stop until
+	// every replica says it is back: calls on either side of it may go
+	// either way, so they are counted apart.
+	var down atomic.Bool
+	var echoOK, echoDownOK, kvDownFailed, kvOKAfter atomic.Int64
+	var mu sync.Mutex
+	var echoErrs, kvErrs []error
+	var back atomic.Bool
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			msg := fmt.Sprint(i)
+			text, err := echo.call(ctx, "echo_echo", map[string]any{"message": msg})
+			if err == nil && text != fmt.Sprintf(`{"message":%q}`, msg) {
+				err = fmt.Errorf("echo returned %q", text)
+			}
+			if err != nil {
+				mu.Lock()
+				echoErrs = append(echoErrs, err)
+				mu.Unlock()
+				continue
+			}
+			echoOK.Add(1)
+			if down.Load() {
+				echoDownOK.Add(1)
+			}
+			time.Sleep(2 * time.Millisecond)
+		}
+	})
+	wg.Go(func() {
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			wasDown, wasBack := down.Load(), back.Load()
+			text, err := kv.call(ctx, "kv_get", map[string]any{})
+			switch {
+			case err != nil && wasDown:
+				kvDownFailed.Add(1)
+				mu.Lock()
+				kvErrs = append(kvErrs, err)
+				mu.Unlock()
+			case err == nil && wasBack:
+				if text != `{"client":0,"seq":1}` {
+					t.Errorf("kv_get after the restart returned %q, want the value set before it", text)
+				}
+				kvOKAfter.Add(1)
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	})
+
+	down.Store(true)
+	if err := cluster.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range rs {
+		r.waitHealth(t, 20*time.Second, "unready (503) with the database stopped", func(h health) bool {
+			return h.code == http.StatusServiceUnavailable
+		})
+	}
+	waitCount(t, &kvDownFailed, 1, 20*time.Second, "a kv call to fail with the database stopped")
+	if err := cluster.Start(); err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range rs {
+		r.waitReady(t, 2)
+	}
+	down.Store(false)
+	back.Store(true)
+	waitCount(t, &kvOKAfter, 3, 30*time.Second, "kv calls to succeed after the database came back")
+	close(stop)
+	wg.Wait()
+
+	if len(echoErrs) > 0 {
+		t.Errorf("%d echo calls failed (of %d), want none: echo touches no data, so the cache serves it: %v", len(echoErrs), int64(len(echoErrs))+echoOK.Load(), echoErrs[0])
+	}
+	if echoDownOK.Load() == 0 {
+		t.Errorf("no echo call succeeded while the database was down: the test shows nothing")
+	}
+	for _, err := range kvErrs {
+		// The replica is alive: the failure is the host's answer (a
+		// JSON-RPC error), not the transport's.
+		var rpcErr *jsonrpc.Error
+		if !errors.As(err, &rpcErr) && !errors.Is(err, errToolFailed) {
+			t.Errorf("kv call with the database down: %v, want a host error from the replica", err)
+			break
+		}
+	}
+	t.Logf("echo: %d calls, %d while the database was down; kv: %d failed while it was down (%v), %d succeeded after",
+		echoOK.Load(), echoDownOK.Load(), kvDownFailed.Load(), firstErr(kvErrs), kvOKAfter.Load())
+	for _, r := range rs {
+		if !r.running() {
+			t.Errorf("replica %s exited: %v", r.name, r.err)
+		}
+	}
+}
+
+func firstErr(errs []error) error {
+	if len(errs) == 0 {
+		return nil
+	}
+	return errs[0]
+}
+
+// waitCount waits until n reaches want, for up to timeout.
+func waitCount(t *testing.T, n *atomic.Int64, want int64, timeout time.Duration, what string) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for n.Load() < want {
+		if time.Now().After(deadline) {
+			t.Fatalf("waited %s for %s: %d, want %d", timeout, what, n.Load(), want)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func TestTwoReplicasMigrateAtOnce(t *testing.T) {
+	needServers(t, false)
+	state := pgtest.URL(t)
+	// Both processes start before either is waited for: each finds an
+	// empty database.
+	rs := []*replica{
+		spawnReplica(t, "first", state, replicaOptions{}),
+		spawnReplica(t, "second", state, replicaOptions{}),
+	}
+	for _, r := range rs {
+		r.waitListen(t)
+		r.waitReady(t, 0)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, state)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.WithoutCancel(ctx))
+	rows, err := conn.Query(ctx, "SELECT version FROM berm_schema ORDER BY version")
+	if err != nil {
+		t.Fatal(err)
+	}
+	versions, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Each step once, in order from 1: a second migration would have
+	// recorded a step twice, or failed on a table already there.
+	if len(versions) == 0 || !slices.Equal(versions, seq(1, int64(len(versions)))) {
+		t.Errorf("berm_schema holds versions %v, want each step once from 1", versions)
+	}
+
+	berm(t, "deploy", "--state", state, "echo", "testdata/echo.wasm")
+	for _, r := range rs {
+		r.waitReady(t, 1)
+		c := connect(t, ctx, r.url, nil, false)
+		if text, err := c.call(ctx, "echo_echo", map[string]any{"message": r.name}); err != nil || !strings.Contains(text, r.name) {
+			t.Errorf("replica %s: echo_echo = %q, %v", r.name, text, err)
+		}
+	}
+}
+
+func seq(from, to int64) []int64 {
+	var s []int64
+	for i := from; i <= to; i++ {
+		s = append(s, i)
+	}
+	return s
+}
