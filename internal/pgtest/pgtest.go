@@ -279,7 +279,7 @@ func (c *Cluster) start() error {
 	}
 	defer logFile.Close()
 	cmd := c.command("postgres", "-D", c.data, "-p", strconv.Itoa(c.port), "-k", c.dir,
-		"-c", "listen_addresses=127.0.0.1", "-c", "max_connections=200")
+		"-c", "listen_addresses=127.0.0.1", "-c", "max_connections=500")
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("postgres: %w", err)
