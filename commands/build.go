@@ -180,14 +180,16 @@ func buildProject(ctx context.Context, opts buildOptions, dir string) (buildOutp
 // limits and syscalls, MCP's names and schemas), compiling it into the
 // root's cache so that the deploy after is quick. It deploys nothing.
 func checkImage(ctx context.Context, root, name string, image []byte) (*manifest.Manifest, error) {
-	var st *store.Store
+	// Only the root's cache is wanted, never --state's database: a build
+	// deploys nothing.
+	var st store.State
 	if root != "" {
 		var err error
-		if st, err = openStore(root); err != nil {
+		if st, err = openStore(ctx, root, ""); err != nil {
 			return nil, err
 		}
 	}
-	rt, err := newRuntime(ctx, st, runtimeConfig{depth: runtime.DefaultCallDepth})
+	rt, err := newRuntime(ctx, root, st, runtimeConfig{depth: runtime.DefaultCallDepth})
 	if err != nil {
 		return nil, err
 	}

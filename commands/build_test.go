@@ -343,11 +343,11 @@ func BenchmarkScaffoldCall(b *testing.B) {
 		b.Fatal(err)
 	}
 	ctx := context.Background()
-	st, err := openStore(root)
+	st, err := openStore(ctx, root, "")
 	if err != nil {
 		b.Fatal(err)
 	}
-	rt, err := newRuntime(ctx, st, runtimeConfig{depth: runtime.DefaultCallDepth})
+	rt, err := newRuntime(ctx, root, st, runtimeConfig{depth: runtime.DefaultCallDepth})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -19,6 +19,7 @@ import (
 
 type deployOptions struct {
 	root      string
+	state     string // --state: "" for the directory root
 	example   string
 	json      bool
 	plainHTTP bool
@@ -80,6 +81,7 @@ grants, and warns about a grant it cannot use.
 			}
 			opts := deployOptions{
 				root:      cmd.String("root"),
+				state:     cmd.String("state"),
 				example:   cmd.String("example"),
 				json:      cmd.Bool("json"),
 				plainHTTP: cmd.Bool("plain-http"),
@@ -164,19 +166,20 @@ func deployArg(ctx context.Context, e *env, opts deployOptions, name, arg string
 	if client != nil {
 		return client.DeployRef(ctx, name, arg, opts.grants)
 	}
-	st, err := openStore(opts.root)
+	st, err := openStore(ctx, opts.root, opts.state)
 	if err != nil {
 		return service.Info{}, err
 	}
+	defer closeState(st)
 	rc, err := newRegistryClient(e, opts.plainHTTP)
 	if err != nil {
 		return service.Info{}, err
 	}
-	image, source, err := pullThroughStore(ctx, rc, st, arg)
+	image, source, err := pullThroughStore(ctx, rc, opts.root, st, arg)
 	if err != nil {
 		return service.Info{}, err
 	}
-	return deployLocal(ctx, st, name, image, source, opts.grants)
+	return deployLocal(ctx, opts.root, st, name, image, source, opts.grants)
 }
 
 // deployProject deploys what berm.toml describes: its wasm under its name,
@@ -237,15 +240,17 @@ func deployImage(ctx context.Context, opts deployOptions, name string, image []b
 	if client != nil {
 		return client.Deploy(ctx, name, image, source, grants)
 	}
-	st, err := openStore(opts.root)
+	st, err := openStore(ctx, opts.root, opts.state)
 	if err != nil {
 		return service.Info{}, err
 	}
-	return deployLocal(ctx, st, name, image, source, grants)
+	defer closeState(st)
+	return deployLocal(ctx, opts.root, st, name, image, source, grants)
 }
 
-func deployLocal(ctx context.Context, st *store.Store, name string, image []byte, source string, grants *sandbox.Grants) (service.Info, error) {
-	rt, err := newRuntime(ctx, st, runtimeConfig{depth: runtime.DefaultCallDepth})
+// deployLocal deploys into st, compiling into root's cache.
+func deployLocal(ctx context.Context, root string, st store.State, name string, image []byte, source string, grants *sandbox.Grants) (service.Info, error) {
+	rt, err := newRuntime(ctx, root, st, runtimeConfig{depth: runtime.DefaultCallDepth})
 	if err != nil {
 		return service.Info{}, err
 	}

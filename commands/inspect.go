@@ -13,6 +13,7 @@ import (
 
 type inspectOptions struct {
 	root      string
+	state     string // --state: "" for the directory root
 	json      bool
 	plainHTTP bool
 	remote
@@ -40,7 +41,7 @@ it carries berm's annotation), anything else is a deployed name.
 			if cmd.Args().Len() != 1 {
 				return usagef("inspect takes one FILE|NAME")
 			}
-			opts := inspectOptions{root: cmd.String("root"), json: cmd.Bool("json"), plainHTTP: cmd.Bool("plain-http"), remote: readServerFlags(cmd)}
+			opts := inspectOptions{root: cmd.String("root"), state: cmd.String("state"), json: cmd.Bool("json"), plainHTTP: cmd.Bool("plain-http"), remote: readServerFlags(cmd)}
 			return runInspect(ctx, e, opts, cmd.Args().First())
 		},
 	}
@@ -68,11 +69,12 @@ func inspect(ctx context.Context, e *env, opts inspectOptions, arg string) (serv
 	if client != nil && !isPath(arg) { // a path is read here, never asked of the server
 		return client.Inspect(ctx, arg)
 	}
-	st, err := openExisting(opts.root)
+	st, err := openExisting(ctx, opts.root, opts.state)
 	if err != nil {
 		return service.Details{}, err
 	}
-	t, err := loadTarget(ctx, e, st, arg, opts.plainHTTP)
+	defer closeState(st)
+	t, err := loadTarget(ctx, e, opts.root, st, arg, opts.plainHTTP)
 	if err != nil {
 		return service.Details{}, err
 	}

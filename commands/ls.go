@@ -12,8 +12,9 @@ import (
 )
 
 type lsOptions struct {
-	root string
-	json bool
+	root  string
+	state string // --state: "" for the directory root
+	json  bool
 	remote
 }
 
@@ -36,7 +37,7 @@ example it was deployed from). --json has every grant in full.
 			if cmd.Args().Len() > 0 {
 				return usagef("ls takes no arguments")
 			}
-			return runLs(ctx, e, lsOptions{root: cmd.String("root"), json: cmd.Bool("json"), remote: readServerFlags(cmd)})
+			return runLs(ctx, e, lsOptions{root: cmd.String("root"), state: cmd.String("state"), json: cmd.Bool("json"), remote: readServerFlags(cmd)})
 		},
 	}
 }
@@ -71,13 +72,14 @@ func listPrograms(ctx context.Context, opts lsOptions) ([]service.Info, error) {
 	if client != nil {
 		return client.List(ctx)
 	}
-	st, err := openExisting(opts.root)
+	st, err := openExisting(ctx, opts.root, opts.state)
 	if err != nil {
 		return nil, err
 	}
 	if st == nil {
 		return []service.Info{}, nil // nothing deployed yet; reading creates nothing
 	}
+	defer closeState(st)
 	return newService(nil, st).List()
 }
 

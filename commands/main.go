@@ -77,6 +77,12 @@ it once and instantiates it anew for every call.
    berm run hello greet '{"name":"you"}'
    berm ls
 
+The state (deployments, images, programs' data) is the directory --root
+unless --state names a PostgreSQL database that several berm serve replicas
+share; berm deploy, ls, rm, inspect, run and search take it too:
+
+   berm --state postgres://berm@db/berm deploy hello ./hello.wasm
+
 ` + exitCodesHelp,
 		Flags: []cli.Flag{
 			&cli.StringFlag{
@@ -84,6 +90,11 @@ it once and instantiates it anew for every call.
 				Usage:   "directory of berm's state: images, deployments, compiled code, programs' data",
 				Sources: cli.EnvVars("BERM_ROOT"),
 				Value:   defaultRoot(),
+			},
+			&cli.StringFlag{
+				Name:    "state",
+				Usage:   stateFlagUsage,
+				Sources: cli.EnvVars("BERM_STATE"),
 			},
 		},
 		Reader:    e.stdin,

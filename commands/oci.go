@@ -49,8 +49,9 @@ func looksLikePath(arg string) bool {
 // pullThroughStore pulls ref, taking the layer from the store when it holds
 // the digest already (a deploy stores what it fetched). It returns the image
 // and the reference pinned by its manifest digest, which a deployment records.
-// st may be nil: a root that does not exist holds nothing.
-func pullThroughStore(ctx context.Context, c *registry.Client, st *store.Store, ref string) ([]byte, string, error) {
+// st may be nil: a root that does not exist holds nothing. The index that
+// vouches for the layer is root's, whatever holds the state.
+func pullThroughStore(ctx context.Context, c *registry.Client, root string, st store.State, ref string) ([]byte, string, error) {
 	img, err := c.Pull(ctx, ref, &registry.PullOptions{Have: func(digest string) ([]byte, bool) {
 		if st == nil {
 			return nil, false
@@ -65,10 +66,10 @@ func pullThroughStore(ctx context.Context, c *registry.Client, st *store.Store, 
 	if strings.Contains(ref, "@") {
 		source = ref // pinned already, and its tag kept
 	}
-	if st != nil {
+	if root != "" {
 		// An index that lists this manifest names the layer it must have:
 		// the registry and the index agree, or nothing runs.
-		if err := index.Verify(st.Root(), source, manifest.Digest(img.Bytes)); err != nil {
+		if err := index.Verify(root, source, manifest.Digest(img.Bytes)); err != nil {
 			return nil, "", err
 		}
 	}
@@ -102,7 +103,8 @@ func nameFromReference(ref string) string {
 // on the server's host counts without a restart.
 type registryPuller struct {
 	plainHTTP bool
-	st        *store.Store
+	root      string
+	st        store.State
 }
 
 func (p registryPuller) Pull(ctx context.Context, ref string) ([]byte, string, error) {
@@ -110,5 +112,5 @@ func (p registryPuller) Pull(ctx context.Context, ref string) ([]byte, string, e
 	if err != nil {
 		return nil, "", err
 	}
-	return pullThroughStore(ctx, c, p.st, ref)
+	return pullThroughStore(ctx, c, p.root, p.st, ref)
 }

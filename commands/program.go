@@ -34,17 +34,16 @@ type runtimeConfig struct {
 }
 
 // newRuntime builds the binary's runtime: the core syscalls, the binary's
-// host syscalls and WASI, compiled code cached under the store's root. With
-// no store (st nil, and no cfg.kv) it caches nothing and keeps no data: a
-// runtime to read the syscall table from, not to run programs with.
-func newRuntime(ctx context.Context, st *store.Store, cfg runtimeConfig) (*runtime.Runtime, error) {
-	kv, cacheDir := cfg.kv, ""
-	if st != nil {
-		cacheDir = st.CacheDir()
-		if kv == nil {
-			kv = st
-		}
+// host syscalls and WASI, compiled code cached on local disk under root
+// (cacheDir), the programs' data in st. With no state (st nil, and no
+// cfg.kv) it caches nothing and keeps no data: a runtime to read the syscall
+// table from, not to run programs with.
+func newRuntime(ctx context.Context, root string, st store.State, cfg runtimeConfig) (*runtime.Runtime, error) {
+	kv := cfg.kv
+	if kv == nil && st != nil {
+		kv = st
 	}
+	cacheDir := cacheDir(root, st, cfg.logger)
 	opts := &runtime.Options{
 		CacheDir:     cacheDir,
 		Limits:       cfg.limits,
@@ -68,27 +67,6 @@ func newRuntime(ctx context.Context, st *store.Store, cfg runtimeConfig) (*runti
 // errNoRoot: --root is empty, as it is by default without a home directory.
 var errNoRoot = errors.New("no root directory")
 
-// openStore opens the root for a command that writes to it, creating it.
-func openStore(root string) (*store.Store, error) {
-	if root == "" {
-		return nil, noRoot()
-	}
-	return store.Open(root)
-}
-
-// openExisting opens the root for a command that only reads it, and
-// returns nil when there is none yet: reading creates nothing.
-func openExisting(root string) (*store.Store, error) {
-	if root == "" {
-		return nil, noRoot()
-	}
-	st, err := store.OpenExisting(root)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
-	}
-	return st, err
-}
-
 func noRoot() error {
 	return withHint(errNoRoot, "give --root DIR or set BERM_ROOT (without a home directory there is no ~/.berm)")
 }
@@ -102,7 +80,7 @@ func notDeployed(name string) error {
 // newService is the service every command deploys, lists and removes
 // through; rt may be nil for those that do not deploy. A local deploy is
 // checked against what berm serve can serve under its default naming.
-func newService(rt *runtime.Runtime, st *store.Store) *service.Service {
+func newService(rt *runtime.Runtime, st store.State) *service.Service {
 	return service.New(rt, st, &service.Options{Check: mcpserve.Checker(mcpserve.Underscore)})
 }
 
@@ -120,8 +98,8 @@ type target struct {
 // written as one is a file, one starting with a registry host and '/' an OCI
 // reference (pulled through the store; isReference), anything else a
 // deployed name. st is nil when the root does not exist: nothing is deployed
-// there.
-func loadTarget(ctx context.Context, e *env, st *store.Store, arg string, plainHTTP bool) (*target, error) {
+// there. root is where the search index's pins are (pullThroughStore).
+func loadTarget(ctx context.Context, e *env, root string, st store.State, arg string, plainHTTP bool) (*target, error) {
 	if isPath(arg) {
 		image, err := readImageFile(arg)
 		if err != nil {
@@ -134,7 +112,7 @@ func loadTarget(ctx context.Context, e *env, st *store.Store, arg string, plainH
 		if err != nil {
 			return nil, err
 		}
-		image, source, err := pullThroughStore(ctx, c, st, arg)
+		image, source, err := pullThroughStore(ctx, c, root, st, arg)
 		if err != nil {
 			return nil, err
 		}
@@ -238,7 +216,7 @@ func nameFromFile(path string) string {
 // deployCallees deploys into rt, from the store, every program that p's
 // manifest may reach through berm.call, transitively. A callee that is not
 // deployed is left out: calls to it are refused.
-func deployCallees(ctx context.Context, rt *runtime.Runtime, st *store.Store, m *manifest.Manifest) error {
+func deployCallees(ctx context.Context, rt *runtime.Runtime, st store.State, m *manifest.Manifest) error {
 	queue := append([]string(nil), m.Calls...)
 	for len(queue) > 0 {
 		program, _, err := manifest.SplitFullName(queue[0])

@@ -164,7 +164,7 @@ func describeForIndex(ctx context.Context, e *env, ref string, plainHTTP bool) (
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", ref, err)
 	}
-	rt, err := newRuntime(ctx, nil, runtimeConfig{depth: runtime.DefaultCallDepth})
+	rt, err := newRuntime(ctx, "", nil, runtimeConfig{depth: runtime.DefaultCallDepth})
 	if err != nil {
 		return nil, err
 	}

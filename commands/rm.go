@@ -12,6 +12,7 @@ import (
 
 type rmOptions struct {
 	root     string
+	state    string // --state: "" for the directory root
 	keepData bool
 	remote
 }
@@ -34,7 +35,7 @@ with berm.set. The image stays in the store, addressed by its digest.
 			if cmd.Args().Len() == 0 {
 				return usagef("rm takes at least one NAME")
 			}
-			opts := rmOptions{root: cmd.String("root"), keepData: cmd.Bool("keep-data"), remote: readServerFlags(cmd)}
+			opts := rmOptions{root: cmd.String("root"), state: cmd.String("state"), keepData: cmd.Bool("keep-data"), remote: readServerFlags(cmd)}
 			return runRm(ctx, e, opts, cmd.Args().Slice())
 		},
 	}
@@ -52,13 +53,14 @@ func runRm(ctx context.Context, e *env, opts rmOptions, names []string) error {
 	}
 	var svc *service.Service
 	if client == nil {
-		st, err := openExisting(opts.root)
+		st, err := openExisting(ctx, opts.root, opts.state)
 		if err != nil {
 			return err
 		}
 		if st == nil {
 			return notDeployed(names[0]) // removing creates no root
 		}
+		defer closeState(st)
 		svc = newService(nil, st)
 	}
 	for _, name := range names {

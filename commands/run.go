@@ -17,6 +17,7 @@ import (
 
 type runOptions struct {
 	root      string
+	state     string // --state: "" for the directory root
 	plainHTTP bool
 	// grants are the flags', for a FILE or REF; a deployed NAME runs with
 	// its deployment's.
@@ -51,7 +52,7 @@ runs it. A FILE or REF is granted nothing unless the grant flags say so:
 ` + exitCodesHelp,
 		Flags: append(append(limitFlags(), registryFlags()...), grantFlags()...),
 		Action: func(ctx context.Context, cmd *cli.Command) error {
-			opts := runOptions{root: cmd.String("root"), plainHTTP: cmd.Bool("plain-http"), limitOptions: readLimitFlags(cmd)}
+			opts := runOptions{root: cmd.String("root"), state: cmd.String("state"), plainHTTP: cmd.Bool("plain-http"), limitOptions: readLimitFlags(cmd)}
 			grants, err := readGrantFlags(cmd, false)
 			if err != nil {
 				return err
@@ -82,18 +83,19 @@ func runRun(ctx context.Context, e *env, opts runOptions, args []string) error {
 			}
 		}
 	}
-	st, err := openExisting(opts.root)
+	st, err := openExisting(ctx, opts.root, opts.state)
 	if err != nil {
 		return err
 	}
 	if st == nil && !isDeployedName(args[0]) {
 		// A file or reference runs without a deployment, but its compiled
 		// code is cached under the root.
-		if st, err = openStore(opts.root); err != nil {
+		if st, err = openStore(ctx, opts.root, opts.state); err != nil {
 			return err
 		}
 	}
-	t, err := loadTarget(ctx, e, st, args[0], opts.plainHTTP)
+	defer closeState(st)
+	t, err := loadTarget(ctx, e, opts.root, st, args[0], opts.plainHTTP)
 	if err != nil {
 		return err
 	}
@@ -125,7 +127,7 @@ func runRun(ctx context.Context, e *env, opts runOptions, args []string) error {
 			return err
 		}
 	}
-	rt, err := newRuntime(ctx, st, cfg)
+	rt, err := newRuntime(ctx, opts.root, st, cfg)
 	if err != nil {
 		return err
 	}
@@ -157,11 +159,12 @@ func runRun(ctx context.Context, e *env, opts runOptions, args []string) error {
 // or, for a served name such as hello_greet, how to spell it here.
 func missingTool(ctx context.Context, e *env, opts runOptions, arg string) error {
 	err := usagef("run takes NAME|FILE|REF TOOL [ARGS]")
-	st, serr := openExisting(opts.root)
+	st, serr := openExisting(ctx, opts.root, opts.state)
 	if serr != nil {
 		return err
 	}
-	if t, lerr := loadTarget(ctx, e, st, arg, opts.plainHTTP); lerr == nil {
+	defer closeState(st)
+	if t, lerr := loadTarget(ctx, e, opts.root, st, arg, opts.plainHTTP); lerr == nil {
 		if m, merr := manifest.Read(t.image); merr == nil {
 			return withHint(err, "%s has the tools %s", t.name, strings.Join(m.ToolNames(), ", "))
 		}

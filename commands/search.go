@@ -15,6 +15,7 @@ import (
 	"github.com/berm-dev/berm/internal/control"
 	"github.com/berm-dev/berm/mcpserve"
 	"github.com/berm-dev/berm/registry/index"
+	"github.com/berm-dev/berm/runtime/store"
 )
 
 // maxWarnings is how many skipped lines of an index a search names; past
@@ -23,6 +24,7 @@ const maxWarnings = 5
 
 type searchOptions struct {
 	root    string
+	state   string // --state: "" for the directory root
 	index   string
 	json    bool
 	refresh bool
@@ -71,6 +73,7 @@ See docs/index.md for the index's format.`,
 			}
 			opts := searchOptions{
 				root:    cmd.String("root"),
+				state:   cmd.String("state"),
 				index:   cmd.String("index"),
 				json:    cmd.Bool("json"),
 				refresh: cmd.Bool("refresh"),
@@ -138,14 +141,19 @@ func searchLocal(ctx context.Context, opts searchOptions, query string) (control
 		return control.SearchResponse{}, withHint(errNoIndex,
 			"configure one: berm config set index URL (a git repository's https:// URL or a local path), or give --index URL")
 	}
-	return searchIndex(ctx, opts.root, url, query, opts.limit, &index.Options{Refresh: opts.refresh, Now: opts.now})
+	st, err := openExisting(ctx, opts.root, opts.state)
+	if err != nil {
+		return control.SearchResponse{}, err
+	}
+	defer closeState(st)
+	return searchIndex(ctx, opts.root, url, query, opts.limit, &index.Options{Refresh: opts.refresh, Now: opts.now}, st)
 }
 
 // serverSearch is the search a server offers (GET /v1/search, and the
 // berm_search tool when it is on): the index url, or else the one its
-// root's config.toml names, cloned into its root, the programs deployed
-// there marked.
-func serverSearch(root, url string) mcpserve.SearchFunc {
+// root's config.toml names, cloned into its root, the programs deployed in
+// st marked (none when st is nil).
+func serverSearch(root, url string, st store.State) mcpserve.SearchFunc {
 	return func(ctx context.Context, query string, limit int, refresh bool) (control.SearchResponse, error) {
 		u := url
 		if u == "" {
@@ -157,14 +165,14 @@ func serverSearch(root, url string) mcpserve.SearchFunc {
 		if u == "" {
 			return control.SearchResponse{}, fmt.Errorf("%w on the server: berm config set index URL, with the server's root", errNoIndex)
 		}
-		return searchIndex(ctx, root, u, query, limit, &index.Options{Refresh: refresh})
+		return searchIndex(ctx, root, u, query, limit, &index.Options{Refresh: refresh}, st)
 	}
 }
 
 // searchIndex searches the index at url, cloned under root, and marks the
-// programs deployed in root. It is what a server's GET /v1/search answers
-// with, too.
-func searchIndex(ctx context.Context, root, url, query string, limit int, iopts *index.Options) (control.SearchResponse, error) {
+// programs deployed in st, which may be nil. It is what a server's GET
+// /v1/search answers with, too.
+func searchIndex(ctx context.Context, root, url, query string, limit int, iopts *index.Options, st store.State) (control.SearchResponse, error) {
 	ix, err := index.Open(ctx, root, url, iopts)
 	if err != nil {
 		return control.SearchResponse{}, withHint(err, "check the index's URL (--index, BERM_INDEX or `berm config get index`) and the network")
@@ -173,7 +181,7 @@ func searchIndex(ctx context.Context, root, url, query string, limit int, iopts 
 	if err != nil {
 		return control.SearchResponse{}, err
 	}
-	deployed, err := deployedByLayer(root)
+	deployed, err := deployedByLayer(st)
 	if err != nil {
 		return control.SearchResponse{}, err
 	}
@@ -205,13 +213,12 @@ func searchIndex(ctx context.Context, root, url, query string, limit int, iopts 
 	return r, nil
 }
 
-// deployedByLayer maps the layer digest of each program deployed in root to
-// its name (the first in order when several share one). A root that does
-// not exist deploys nothing, and a damaged record marks nothing.
-func deployedByLayer(root string) (map[string]string, error) {
-	st, err := openExisting(root)
-	if err != nil || st == nil {
-		return map[string]string{}, err
+// deployedByLayer maps the layer digest of each program deployed in st to
+// its name (the first in order when several share one). No state (a root
+// that does not exist) deploys nothing, and a damaged record marks nothing.
+func deployedByLayer(st store.State) (map[string]string, error) {
+	if st == nil {
+		return map[string]string{}, nil
 	}
 	list, _, err := st.Deployments()
 	if err != nil {

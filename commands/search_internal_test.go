@@ -24,7 +24,7 @@ func TestSearchServer(t *testing.T) {
 
 	serverRoot := t.TempDir()
 	mux := http.NewServeMux()
-	mux.Handle("GET /v1/search", mcpserve.SearchHandler(serverSearch(serverRoot, "")))
+	mux.Handle("GET /v1/search", mcpserve.SearchHandler(serverSearch(serverRoot, "", nil)))
 	ts := httptest.NewServer(mux)
 	defer ts.Close()
 

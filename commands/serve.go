@@ -9,6 +9,7 @@ import (
 	"net"
 	"os"
 	"runtime/debug"
+	"sync"
 	"time"
 
 	"github.com/urfave/cli/v3"
@@ -17,10 +18,12 @@ import (
 	"github.com/berm-dev/berm/manifest"
 	"github.com/berm-dev/berm/mcpserve"
 	"github.com/berm-dev/berm/runtime"
+	"github.com/berm-dev/berm/runtime/store"
 )
 
 type serveOptions struct {
 	root          string
+	state         string // --state: "" for the directory root
 	stdio         bool
 	http          mcpserve.HTTPConfig
 	toolNames     string
@@ -59,6 +62,23 @@ the protocol, and the log level defaults to warn, since Claude Code labels
 every stderr line of a stdio server an error. Each call's log line has a
 request_id, which the call's result also carries in _meta (berm/request_id).
 
+Replicas: with --state postgres://... (or BERM_STATE) every berm serve that
+names the same database serves the same programs and data, and sees a deploy
+made through any of them (or berm deploy --state) within a second. Each keeps
+compiled code under its own --root; without one it compiles at every start.
+A database unreachable at start is retried (250ms doubling to 10s) until it
+answers; meanwhile GET /livez answers 200 and GET /healthz 503 "not ready".
+Behind a balancer without sticky sessions, add --stateless: each request
+stands alone, so any replica answers it; clients keep tools/list, tools/call
+and resources but get no notifications/tools/list_changed (they see a change
+at their next tools/list) and no GET stream.
+
+   berm serve --state postgres://berm@db/berm --addr 0.0.0.0:7777 --token "$BERM_TOKEN" --stateless
+
+GET /healthz is readiness (503 while draining or while the database does not
+answer); GET /livez is liveness (200 whenever the process answers HTTP).
+Neither needs the token.
+
 Run under the name bermd (a link to berm or a copy of it, bermd.exe too),
 berm is berm serve: "bermd &" and "bermd --addr 127.0.0.1:7777" take serve's
 flags and --root.`,
@@ -73,6 +93,7 @@ flags and --root.`,
 			&cli.DurationFlag{Name: "write-timeout", Value: mcpserve.DefaultWriteTimeout, Usage: "time each write of a response (a result, an event of a stream) has to reach the client"},
 			&cli.IntFlag{Name: "max-sessions", Value: mcpserve.DefaultMaxSessions, Usage: "MCP sessions held at once; past it a new one is refused (503)"},
 			&cli.DurationFlag{Name: "session-idle", Value: mcpserve.DefaultSessionIdle, Usage: "an MCP session without a request for this long ends"},
+			&cli.BoolFlag{Name: "stateless", Usage: "serve MCP without sessions, so that replicas behind a balancer need no sticky sessions; clients then get no list_changed (they see changes at their next tools/list)"},
 			&cli.BoolFlag{Name: "metrics", Usage: "serve Prometheus metrics at GET /metrics (under the same token and Host rules as every route)"},
 			&cli.BoolFlag{Name: "catalog", Usage: "offer models the read-only tool berm_search over the index of the server's root (berm config set index URL); it deploys nothing"},
 			&cli.StringFlag{Name: "tool-names", Value: "underscore", Usage: "underscore serves {program}_{tool}; dotted serves {program}.{tool}, for clients that accept dots"},
@@ -87,6 +108,7 @@ flags and --root.`,
 			}
 			opts := serveOptions{
 				root:  cmd.String("root"),
+				state: cmd.String("state"),
 				stdio: cmd.Bool("stdio"),
 				http: mcpserve.HTTPConfig{
 					Addr:    cmd.String("addr"),
@@ -100,6 +122,7 @@ flags and --root.`,
 					MaxSessions:  int(cmd.Int("max-sessions")),
 					SessionIdle:  cmd.Duration("session-idle"),
 					Metrics:      cmd.Bool("metrics"),
+					Stateless:    cmd.Bool("stateless"),
 				},
 				catalog:       cmd.Bool("catalog"),
 				toolNames:     cmd.String("tool-names"),
@@ -184,10 +207,17 @@ func runServe(ctx context.Context, e *env, opts serveOptions) error {
 		return withHint(fmt.Errorf("serve on %s: %w", opts.http.Addr, mcpserve.ErrNeedsToken),
 			"give --token (or BERM_TOKEN), or listen on loopback (127.0.0.1)")
 	}
-	st, err := openStore(opts.root)
+	st, err := openServeState(ctx, &opts, logger)
+	if err != nil && ctx.Err() != nil {
+		// Stopped while waiting for the database: a stop, not a failure.
+		logger.Info("stopped before the database answered")
+		return nil
+	}
 	if err != nil {
 		return err
 	}
+	// Closed last, after the server and the service that use it.
+	defer st.Close()
 	var srv *mcpserve.Server
 	cfg := runtimeConfig{depth: opts.maxCallDepth, limits: limits, logger: logger,
 		log: func(ctx context.Context, program, tool string, line []byte) { srv.Log(ctx, program, tool, line) }}
@@ -197,29 +227,45 @@ func runServe(ctx context.Context, e *env, opts serveOptions) error {
 			Instantiate: func(program string, d time.Duration) { srv.ObserveInstantiate(program, d) },
 		}
 	}
-	rt, err := newRuntime(ctx, st, cfg)
+	rt, err := newRuntime(ctx, opts.root, st, cfg)
 	if err != nil {
 		return err
 	}
 	defer rt.Close(context.WithoutCancel(ctx))
 	check := mcpserve.Checker(naming)
+	// The search index and config live under the root on local disk; a
+	// server on a database without a root has none.
+	var search mcpserve.SearchFunc
+	if opts.root != "" {
+		search = serverSearch(opts.root, "", st)
+	}
 	if opts.catalog {
 		check = catalogChecker(check, naming)
-		if u, err := configValue(st.Root(), "index"); err == nil && u == "" {
+		if search == nil {
+			logger.Warn("--catalog: no --root, so no index: berm_search finds nothing")
+		} else if u, err := configValue(opts.root, "index"); err == nil && u == "" {
 			logger.Warn("--catalog: no index is configured, so berm_search finds nothing (berm config set index URL, with this server's root)")
 		}
 	}
-	svc := service.New(rt, st, &service.Options{Check: check, Logger: logger})
-	srv = mcpserve.New(svc, &mcpserve.Options{
-		Puller:        registryPuller{plainHTTP: opts.plainHTTP, st: st},
-		Search:        serverSearch(st.Root(), ""),
+	sopts := &service.Options{Check: check, Logger: logger}
+	if st.Changes() != nil {
+		sopts.PollInterval = resyncInterval
+	}
+	svc := service.New(rt, st, sopts)
+	mopts := &mcpserve.Options{
+		Puller:        registryPuller{plainHTTP: opts.plainHTTP, root: opts.root, st: st},
+		Search:        search,
 		Catalog:       opts.catalog,
 		Naming:        naming,
 		MaxConcurrent: opts.maxConcurrent,
 		Logger:        logger,
 		Version:       binaryVersion(),
 		DataUsage:     st.DataUsage,
-	})
+	}
+	if opts.state != "" {
+		mopts.Ready = databaseReady(st, logger)
+	}
+	srv = mcpserve.New(svc, mopts)
 	// Every goroutine of the server and the service ends before the runtime
 	// closes (the deferred rt.Close runs after this).
 	defer srv.Close(context.WithoutCancel(ctx))
@@ -287,5 +333,76 @@ func catalogChecker(check func(string, *manifest.Manifest) error, naming mcpserv
 			}
 		}
 		return check(name, m)
+	}
+}
+
+// resyncInterval is how often serve reads a database's deployments again
+// though no notification came. Notifications (store.State's Changes) show a
+// change within a second; this only heals one that was lost, and a few
+// seconds keep the idle load of many replicas on the database small.
+const resyncInterval = 5 * time.Second
+
+// openServeState opens serve's state. A database unreachable at start is
+// waited for, with backoff, rather than a failure that a supervisor would
+// turn into a crash loop; over HTTP the address answers meanwhile (/livez
+// 200, /healthz 503) and RunHTTP takes it over (opts.http.Listener).
+func openServeState(ctx context.Context, opts *serveOptions, logger *slog.Logger) (store.State, error) {
+	db, err := stateIsDatabase(opts.state)
+	if err != nil {
+		return nil, err
+	}
+	if !db {
+		return openStore(ctx, opts.root, "")
+	}
+	logger.Info("state: database", "url", redactState(opts.state))
+	var hold *mcpserve.Holding
+	waiting := func() error {
+		if opts.stdio {
+			return nil
+		}
+		var herr error
+		hold, herr = mcpserve.Hold(opts.http, "database unreachable", logger)
+		return herr
+	}
+	st, err := openDatabaseRetrying(ctx, opts.state, logger, waiting)
+	if hold == nil {
+		return st, err
+	}
+	if err != nil {
+		hold.Close()
+		return nil, err
+	}
+	ln, err := hold.Listener(ctx)
+	if err != nil {
+		hold.Close()
+		st.Close()
+		return nil, err
+	}
+	opts.http.Listener = ln
+	return st, nil
+}
+
+// errDatabaseUnreachable is the reason /healthz gives, to anyone who asks:
+// the details (host, error) go to the log only.
+var errDatabaseUnreachable = errors.New("database unreachable")
+
+// databaseReady is /healthz's readiness for a database: it answers Ping.
+// A failure's details are logged when they change, not at every probe.
+func databaseReady(st store.State, logger *slog.Logger) func(context.Context) error {
+	var mu sync.Mutex
+	last := ""
+	return func(ctx context.Context) error {
+		err := st.Ping(ctx)
+		mu.Lock()
+		defer mu.Unlock()
+		if err == nil {
+			last = ""
+			return nil
+		}
+		if err.Error() != last {
+			last = err.Error()
+			logger.Warn("state: database unreachable", "error", err)
+		}
+		return errDatabaseUnreachable
 	}
 }

@@ -44,7 +44,7 @@ into programs whose manifest declares them.
 
 func runSyscalls(ctx context.Context, e *env, opts syscallsOptions) error {
 	// The table needs no root: reading it creates none.
-	rt, err := newRuntime(ctx, nil, runtimeConfig{depth: runtime.DefaultCallDepth})
+	rt, err := newRuntime(ctx, "", nil, runtimeConfig{depth: runtime.DefaultCallDepth})
 	if err != nil {
 		return err
 	}

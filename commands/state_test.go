@@ -1,0 +1,189 @@
+package commands_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"net/http"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/berm-dev/berm/commands"
+	"github.com/berm-dev/berm/internal/pgtest"
+)
+
+// --state takes nothing (the directory) or a PostgreSQL URL; anything else
+// is a usage error that names the scheme, and never echoes a password.
+func TestStateRefusesUnknownScheme(t *testing.T) {
+	root := t.TempDir()
+	for name, state := range map[string]string{
+		"mysql":    "mysql://berm:hunter2@db/berm",
+		"no URL":   "hunter2",
+		"file":     "file:///tmp/berm",
+		"redis":    "redis://:hunter2@cache",
+		"http URL": "http://berm:hunter2@db",
+	} {
+		t.Run(name, func(t *testing.T) {
+			code, stderr := mainIn(t, root, nil, "--state", state, "ls")
+			if code != 2 || !strings.Contains(stderr, "--state: unknown scheme") || !strings.Contains(stderr, "postgres://") {
+				t.Fatalf("exit %d, want 2, the scheme refused and postgres:// offered\n%s", code, stderr)
+			}
+			if strings.Contains(stderr, "hunter2") {
+				t.Fatalf("the error shows the URL's password:\n%s", stderr)
+			}
+		})
+	}
+}
+
+// BERM_STATE is --state.
+func TestStateFromEnvironment(t *testing.T) {
+	t.Setenv("BERM_STATE", "redis://cache")
+	code, stderr := mainIn(t, t.TempDir(), nil, "ls")
+	if code != 2 || !strings.Contains(stderr, `unknown scheme "redis"`) {
+		t.Fatalf("exit %d, want 2 and BERM_STATE's scheme refused\n%s", code, stderr)
+	}
+}
+
+// A database that does not answer is an error naming its host and port,
+// never its password.
+func TestStateUnreachableNamesHost(t *testing.T) {
+	for _, cmd := range [][]string{{"ls"}, {"rm", "hello"}, {"deploy", "--example", "hello"}, {"inspect", "hello"}} {
+		t.Run(cmd[0], func(t *testing.T) {
+			code, stderr := mainIn(t, t.TempDir(), nil, append([]string{"--state", "postgres://berm:hunter2@127.0.0.1:1/berm?connect_timeout=2"}, cmd...)...)
+			if code != 2 || !strings.Contains(stderr, "127.0.0.1:1") {
+				t.Fatalf("exit %d, want 2 and the host named\n%s", code, stderr)
+			}
+			if strings.Contains(stderr, "hunter2") {
+				t.Fatalf("the error shows the password:\n%s", stderr)
+			}
+		})
+	}
+}
+
+// Commands against one database see each other's work, each in a process of
+// its own (here: an invocation of its own, with a root of its own, so that
+// nothing is shared but the database).
+func TestStateDeployListRemove(t *testing.T) {
+	url := pgtest.NewCluster(t).URL(t)
+	berm := func(args ...string) string {
+		t.Helper()
+		var stdout bytes.Buffer
+		code, stderr := mainIn(t, t.TempDir(), &stdout, append([]string{"--state", url}, args...)...)
+		if code != 0 {
+			t.Fatalf("berm %s: exit %d\n%s", strings.Join(args, " "), code, stderr)
+		}
+		return stdout.String()
+	}
+	digest := strings.TrimSpace(berm("deploy", "echo", fixturePath("echo.wasm")))
+	var list []struct{ Name, Digest string }
+	if err := json.Unmarshal([]byte(berm("ls", "--json")), &list); err != nil {
+		t.Fatal(err)
+	}
+	if len(list) != 1 || list[0].Name != "echo" || list[0].Digest != digest {
+		t.Fatalf("ls = %+v, want echo at %s", list, digest)
+	}
+	if out := berm("run", "echo", "echo", `{"message":"from the database"}`); out != `{"message":"from the database"}` {
+		t.Fatalf("run = %q", out)
+	}
+	berm("rm", "echo")
+	if out := strings.TrimSpace(berm("ls", "--json")); out != "[]" {
+		t.Fatalf("ls after rm = %s, want []", out)
+	}
+}
+
+// berm serve with its database down at start does not exit: it says so in
+// its log and retries, answers /healthz 503 and /livez 200 meanwhile, and
+// serves once the database is up, deploys made by berm deploy included.
+func TestServeWaitsForDatabase(t *testing.T) {
+	cluster := pgtest.NewCluster(t)
+	url := cluster.URL(t)
+	if err := cluster.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	stderr := &syncBuffer{}
+	done := make(chan int, 1)
+	go func() {
+		done <- commands.Main(ctx, []string{"berm", "--root", t.TempDir(), "--state", url, "serve", "--addr", "127.0.0.1:0"},
+			strings.NewReader(""), &bytes.Buffer{}, stderr)
+	}()
+	t.Cleanup(func() {
+		cancel()
+		if code := <-done; code != 0 {
+			t.Errorf("serve exited %d\n%s", code, stderr)
+		}
+	})
+	addr := waitForLog(t, stderr, regexp.MustCompile(`listen, not ready" addr=(\S+)`))
+	base := "http://" + addr
+	if !strings.Contains(stderr.String(), "database unreachable; retrying") {
+		t.Fatalf("no retry in the log:\n%s", stderr)
+	}
+	if code, body := probe(t, base+"/healthz"); code != http.StatusServiceUnavailable || body.Status != "not ready" || body.Reason != "database unreachable" {
+		t.Fatalf("healthz while the database is down = %d %+v, want 503 not ready: database unreachable", code, body)
+	}
+	if code, _ := probe(t, base+"/livez"); code != http.StatusOK {
+		t.Fatalf("livez while the database is down = %d, want 200", code)
+	}
+
+	if err := cluster.Start(); err != nil {
+		t.Fatal(err)
+	}
+	waitForLog(t, stderr, regexp.MustCompile(`msg=listen url=`))
+	if code, body := probe(t, base+"/healthz"); code != http.StatusOK || body.Status != "ok" {
+		t.Fatalf("healthz once the database is up = %d %+v, want 200 ok\n%s", code, body, stderr)
+	}
+	var stdout bytes.Buffer
+	if code, errOut := mainIn(t, t.TempDir(), &stdout, "--state", url, "deploy", "echo", fixturePath("echo.wasm")); code != 0 {
+		t.Fatalf("deploy: exit %d\n%s", code, errOut)
+	}
+	// The server learns of the deploy from the database (a notification),
+	// not from anything this test tells it.
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		if _, body := probe(t, base+"/healthz"); body.Programs == 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the server never served the deploy\n%s", stderr)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+type health struct {
+	Status, Reason string
+	Programs       int
+}
+
+func probe(t *testing.T, url string) (int, health) {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var h health
+	json.NewDecoder(resp.Body).Decode(&h)
+	return resp.StatusCode, h
+}
+
+// waitForLog waits until the log has a line matching re, and returns its
+// first group.
+func waitForLog(t *testing.T, log *syncBuffer, re *regexp.Regexp) string {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		if m := re.FindStringSubmatch(log.String()); m != nil {
+			if len(m) > 1 {
+				return m[1]
+			}
+			return m[0]
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no line matching %s in the log:\n%s", re, log)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
