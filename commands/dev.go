@@ -16,7 +16,8 @@ import (
 )
 
 type devOptions struct {
-	root string
+	root  string
+	state string // --state: "" for the directory root
 	remote
 	// debounce is how long the project must be quiet after a change before
 	// it is rebuilt: an editor's save is several events.
@@ -46,7 +47,7 @@ say) serves each new deployment within a second and tells its clients
 			if dir == "" {
 				dir = "."
 			}
-			opts := devOptions{root: cmd.String("root"), remote: readServerFlags(cmd), debounce: 200 * time.Millisecond}
+			opts := devOptions{root: cmd.String("root"), state: cmd.String("state"), remote: readServerFlags(cmd), debounce: 200 * time.Millisecond}
 			return runDev(ctx, e, opts, dir)
 		},
 	}
@@ -154,7 +155,7 @@ func devCycle(ctx context.Context, e *env, opts devOptions, dir, last string) (s
 	if err != nil {
 		return "", err
 	}
-	info, err := deployImage(ctx, deployOptions{root: opts.root, remote: opts.remote}, p.Name, image, built.Path, grants)
+	info, err := deployImage(ctx, deployOptions{root: opts.root, state: opts.state, remote: opts.remote}, p.Name, image, built.Path, grants)
 	if err != nil {
 		return "", err
 	}
