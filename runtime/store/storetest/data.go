@@ -353,6 +353,46 @@ func testMaxKeys(t *testing.T, open func() store.State) {
 	}
 }
 
+// testDataOverQuota: data over the quota (written before it counted blocks)
+// takes no new key and grows no value, but shrinks in place: a write that
+// takes no more than it frees passes.
+func testDataOverQuota(t *testing.T, open func() store.State) {
+	s := open()
+	f, ok := s.(Filler)
+	if !ok {
+		t.Skip("no Filler: through Set, no data passes its quota")
+	}
+	if err := s.Set("p", []byte("mine"), charged("mine", 2)); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Fill("p", store.MaxKeys+10); err != nil {
+		t.Fatal(err)
+	}
+	over := int64(store.MaxKeys+10+2) * store.BlockSize
+	for _, h := range []store.State{s, open()} { // counted before, and anew
+		usage(t, h, "p", over)
+		if err := h.Set("p", []byte("new"), nil); !errors.Is(err, store.ErrQuota) {
+			t.Fatalf("a new key: %v, want ErrQuota", err)
+		}
+		if err := h.Set("p", []byte("mine"), charged("mine", 3)); !errors.Is(err, store.ErrQuota) {
+			t.Fatalf("a larger value: %v, want ErrQuota", err)
+		}
+		if err := h.Set("p", []byte("mine"), charged("mine", 2)); err != nil {
+			t.Fatalf("a value as large: %v", err)
+		}
+	}
+	if err := s.Set("p", []byte("mine"), []byte("v")); err != nil {
+		t.Fatalf("a smaller value: %v", err)
+	}
+	usage(t, s, "p", over-store.BlockSize)
+	if err := s.Delete("p", []byte("mine")); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Set("p", []byte("mine"), nil); !errors.Is(err, store.ErrQuota) {
+		t.Fatalf("a new key, still over: %v, want ErrQuota", err)
+	}
+}
+
 // testDataTwoHandles: what one handle writes or removes, another's count of
 // the program's data follows, even when it counted before.
 func testDataTwoHandles(t *testing.T, open func() store.State) {
