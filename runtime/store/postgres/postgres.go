@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -137,7 +138,7 @@ func (s *State) Ping(ctx context.Context) error {
 	defer cancel()
 	s.roundTrips.Add(1)
 	if err := s.pool.Ping(ctx); err != nil {
-		return fmt.Errorf("postgres at %s: %w", s.addr, err)
+		return fmt.Errorf("postgres at %s: %w", s.addr, oneLine(err))
 	}
 	return nil
 }
@@ -160,7 +161,7 @@ func (s *State) Close() error {
 func (s *State) do(idempotent bool, roundTrip func(ctx context.Context) error) error {
 	err := s.try(roundTrip)
 	if err == nil || s.ctx.Err() != nil {
-		return err
+		return oneLine(err)
 	}
 	lost := connectionLost(err)
 	if lost {
@@ -172,7 +173,7 @@ func (s *State) do(idempotent bool, roundTrip func(ctx context.Context) error) e
 	if pgconn.SafeToRetry(err) || idempotent && lost {
 		err = s.try(roundTrip)
 	}
-	return err
+	return oneLine(err)
 }
 
 func (s *State) try(roundTrip func(ctx context.Context) error) error {
@@ -258,7 +259,28 @@ type redacted struct {
 func (r *redacted) Error() string { return r.msg }
 func (r *redacted) Unwrap() error { return r.err }
 
+// oneLine rewords pgx's connect error, which lists each attempt on a line
+// of its own (sslmode=prefer tries TLS, then not, and both fail alike), as
+// one line with each cause once.
+func oneLine(err error) error {
+	var ce *pgconn.ConnectError
+	if !errors.As(err, &ce) {
+		return err
+	}
+	var causes []string
+	for _, line := range strings.Split(errors.Unwrap(ce).Error(), "\n") {
+		if line = strings.TrimSpace(line); line != "" && !slices.Contains(causes, line) {
+			causes = append(causes, line)
+		}
+	}
+	return &redacted{
+		msg: fmt.Sprintf("cannot connect as user %q to database %q: %s", ce.Config.User, ce.Config.Database, strings.Join(causes, "; ")),
+		err: err,
+	}
+}
+
 func redact(err error, password string) error {
+	err = oneLine(err)
 	if err == nil || password == "" || !strings.Contains(err.Error(), password) {
 		return err
 	}

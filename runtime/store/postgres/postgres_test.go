@@ -383,6 +383,9 @@ func TestUnreachable(t *testing.T) {
 	if strings.Contains(msg, "s3cret-pw") {
 		t.Errorf("error %q shows the password", msg)
 	}
+	if strings.Contains(msg, "\n") {
+		t.Errorf("error %q is more than one line", msg)
+	}
 	// Refused at once, not after a timeout.
 	if !errors.Is(err, syscall.ECONNREFUSED) {
 		t.Errorf("error %q is not the refusal", msg)
