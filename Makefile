@@ -90,9 +90,7 @@ bench-mcp: deps
 # bench-replicas measures berm serve replicas on PostgreSQL behind nginx next
 # to one replica on the embedded root: calls per second, statements per call,
 # deploy to tools/list_changed on another replica (deploy/bench/main.go).
-bench-replicas:
-	@$(call apt,nginx,nginx)
-	@$(call apt,pg_ctlcluster,postgresql)
+bench-replicas: deps
 	bash deploy/bench/bench.sh
 
 # soak drives berm serve (stdio and HTTP) with 64 concurrent MCP clients,

@@ -19,10 +19,8 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -117,7 +115,7 @@ func run(ctx context.Context, c config) error {
 	}
 
 	start := func(name string, args ...string) (*process, error) {
-		args = append([]string{"serve", "--addr", "127.0.0.1:0", "--stateless", "--log-level", "warn"}, args...)
+		args = append([]string{"serve", "--stateless"}, args...)
 		p, err := startServe(ctx, name, c.berm, args...)
 		if err != nil {
 			return nil, err
@@ -222,7 +220,7 @@ func run(ctx context.Context, c config) error {
 	}
 
 	// A replica that keeps sessions, so that its client hears of deploys.
-	listener, err := startServe(ctx, "listener", c.berm, "serve", "--addr", "127.0.0.1:0", "--log-level", "warn",
+	listener, err := startServe(ctx, "listener", c.berm, "serve",
 		"--state", c.state, "--root", filepath.Join(work, "cache-listener"))
 	if err != nil {
 		return err
@@ -422,7 +420,7 @@ type process struct {
 	name string
 	url  string
 	cmd  *exec.Cmd
-	log  bytes.Buffer // nginx's output; a replica's stderr lines
+	log  bytes.Buffer // its stdout and stderr
 	mu   sync.Mutex
 	done chan struct{}
 }
@@ -472,58 +470,62 @@ func runBerm(ctx context.Context, bin, root string, args ...string) error {
 	return nil
 }
 
-// startServe starts berm serve and returns once it logs where it listens.
+// startServe starts berm serve on a free loopback port and returns once it
+// accepts connections. It logs warnings only: at info it would log every
+// call, which is not what is measured.
 func startServe(ctx context.Context, name, bin string, args ...string) (*process, error) {
-	p := &process{name: name, done: make(chan struct{})}
-	p.cmd = exec.Command(bin, args...)
-	p.cmd.Env = bermEnv()
-	stderr, err := p.cmd.StderrPipe()
+	addr, err := freeAddr()
 	if err != nil {
 		return nil, err
 	}
+	p := &process{name: name, url: "http://" + addr, done: make(chan struct{})}
+	p.cmd = exec.Command(bin, append(args, "--addr", addr, "--log-level", "warn")...)
+	p.cmd.Env = bermEnv()
+	p.cmd.Stdout, p.cmd.Stderr = &lockedWriter{p}, &lockedWriter{p}
 	if err := p.cmd.Start(); err != nil {
 		return nil, err
 	}
-	urls := make(chan string, 1)
-	scanned := make(chan struct{})
 	go func() {
-		defer close(scanned)
-		sc := bufio.NewScanner(stderr)
-		for sc.Scan() {
-			line := sc.Text()
-			p.mu.Lock()
-			p.log.WriteString(line + "\n")
-			p.mu.Unlock()
-			if !strings.Contains(line, "msg=listen ") {
-				continue
-			}
-			for _, f := range strings.Fields(line) {
-				if u, ok := strings.CutPrefix(f, "url="); ok {
-					select {
-					case urls <- strings.TrimSuffix(u, "/mcp"):
-					default:
-					}
-				}
-			}
-		}
-	}()
-	go func() {
-		<-scanned
 		p.cmd.Wait()
 		close(p.done)
 	}()
-	select {
-	case p.url = <-urls:
-		return p, nil
-	case <-p.done:
-		return nil, fmt.Errorf("%s exited before listening:\n%s", name, p.logText())
-	case <-time.After(30 * time.Second):
+	if err := p.waitListen(ctx, addr); err != nil {
 		p.stop()
-		return nil, fmt.Errorf("%s did not listen within 30 s:\n%s", name, p.logText())
-	case <-ctx.Done():
-		p.stop()
-		return nil, ctx.Err()
+		return nil, err
 	}
+	return p, nil
+}
+
+// waitListen waits until addr accepts connections, for up to 30 s.
+func (p *process) waitListen(ctx context.Context, addr string) error {
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		conn, err := net.DialTimeout("tcp", addr, time.Second)
+		if err == nil {
+			conn.Close()
+			return nil
+		}
+		select {
+		case <-p.done:
+			return fmt.Errorf("%s exited:\n%s", p.name, p.logText())
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(10 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%s does not listen on %s after 30 s:\n%s", p.name, addr, p.logText())
+		}
+	}
+}
+
+// freeAddr is a loopback address whose port was free a moment ago.
+func freeAddr() (string, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	defer ln.Close()
+	return ln.Addr().String(), nil
 }
 
 // waitReady waits for /healthz 200 with at least programs served.
@@ -560,12 +562,10 @@ func startNginx(ctx context.Context, dir, bin string, replicas []*process) (*pro
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	addr, err := freeAddr()
 	if err != nil {
 		return nil, err
 	}
-	addr := ln.Addr().String()
-	ln.Close()
 	var upstreams strings.Builder
 	for _, r := range replicas {
 		fmt.Fprintf(&upstreams, "\t\tserver %s max_fails=1 fail_timeout=5s;\n", strings.TrimPrefix(r.url, "http://"))
@@ -617,27 +617,12 @@ http {
 		p.cmd.Wait()
 		close(p.done)
 	}()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		conn, err := net.DialTimeout("tcp", addr, time.Second)
-		if err == nil {
-			conn.Close()
-			return p, nil
-		}
-		select {
-		case <-p.done:
-			logs, _ := os.ReadFile(filepath.Join(dir, "error.log"))
-			return nil, fmt.Errorf("nginx exited:\n%s%s", p.logText(), logs)
-		case <-ctx.Done():
-			p.stop()
-			return nil, ctx.Err()
-		case <-time.After(10 * time.Millisecond):
-		}
-		if time.Now().After(deadline) {
-			p.stop()
-			return nil, errors.New("nginx does not listen after 10 s")
-		}
+	if err := p.waitListen(ctx, addr); err != nil {
+		logs, _ := os.ReadFile(filepath.Join(dir, "error.log"))
+		p.stop()
+		return nil, fmt.Errorf("%w\n%s", err, logs)
 	}
+	return p, nil
 }
 
 type lockedWriter struct{ p *process }
