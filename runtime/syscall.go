@@ -3,6 +3,7 @@ package runtime
 import (
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
 
 	"github.com/tetratelabs/wazero/api"
@@ -229,7 +230,13 @@ func hostHandler(s Syscall) handler {
 		c.syscall = ""
 		if err != nil {
 			c.rt.hostFailed(ctx, c, fmt.Errorf("syscall %s: %w", s.Name, err))
-			panic(&trap{msg: fmt.Sprintf("syscall %s: %v", s.Name, ErrHost), err: ErrHost})
+			// The error's own words may name anything of the host's; only
+			// an error that wraps ErrHost was worded for the program.
+			shown := ErrHost
+			if errors.Is(err, ErrHost) {
+				shown = err
+			}
+			panic(&trap{msg: fmt.Sprintf("syscall %s: %v", s.Name, shown), err: ErrHost})
 		}
 		return v
 	}}

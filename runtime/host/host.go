@@ -50,7 +50,20 @@ const (
 // ErrHost is what berm.get and berm.delete return (and so trap with) when the
 // store fails: the store's own error, which names host paths, goes to the
 // logger only.
-var ErrHost = errors.New("host error")
+var ErrHost = runtime.ErrHost
+
+// errDataUnavailable is the host error of a store that could not be reached
+// (store.ErrUnavailable: a database down), which the program and its caller
+// are told in those words: the call may succeed later.
+var errDataUnavailable = fmt.Errorf("%w: the program's data is unavailable now", ErrHost)
+
+// hostError is what a program is shown of a store's failure err.
+func hostError(err error) error {
+	if errors.Is(err, store.ErrUnavailable) {
+		return errDataUnavailable
+	}
+	return ErrHost
+}
 
 // Syscalls returns the binary's host syscalls over kv. A program reaches
 // each only when its manifest declares it. The errors of kv that a program
@@ -68,7 +81,7 @@ func Syscalls(kv KV) []runtime.Syscall {
 			value, ok, err := kv.Get(c.Program(), in[0])
 			if err != nil {
 				failed(ctx, c, SysGet, err)
-				return 0, fmt.Errorf("%s: %w", SysGet, ErrHost)
+				return 0, hostError(err)
 			}
 			if !ok {
 				return c.StageError(nil), nil
@@ -89,12 +102,12 @@ func Syscalls(kv KV) []runtime.Syscall {
 			if errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT) || errors.Is(err, syscall.EFBIG) {
 				return c.Refuse(SysSet + ": the host could not store the value: no space left"), nil
 			}
-			return c.Refuse(SysSet + ": " + ErrHost.Error()), nil
+			return c.Refuse(SysSet + ": " + hostError(err).Error()), nil
 		}},
 		{Name: SysDelete, Input: runtime.Raw, Func: func(ctx context.Context, c *runtime.Call, in [][]byte) (uint64, error) {
 			if err := kv.Delete(c.Program(), in[0]); err != nil {
 				failed(ctx, c, SysDelete, err)
-				return 0, fmt.Errorf("%s: %w", SysDelete, ErrHost)
+				return 0, hostError(err)
 			}
 			return 0, nil
 		}},

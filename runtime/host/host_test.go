@@ -66,6 +66,8 @@ func TestSetRefusal(t *testing.T) {
 		{"no space", "refused:berm.set: the host could not store the value: no space left", pathErr(syscall.ENOSPC), true},
 		{"disk quota", "refused:berm.set: the host could not store the value: no space left", pathErr(syscall.EDQUOT), true},
 		{"file size limit", "refused:berm.set: the host could not store the value: no space left", pathErr(syscall.EFBIG), true},
+		{"unavailable", "refused:berm.set: host error: the program's data is unavailable now",
+			fmt.Errorf("%w: %w", store.ErrUnavailable, pathErr(syscall.ECONNREFUSED)), true},
 		{"quota", "refused:berm.set: data of kv would be 67112960 bytes on disk, over the limit of 67108864 bytes: over the data quota",
 			fmt.Errorf("data of kv would be 67112960 bytes on disk, over the limit of 67108864 bytes: %w", store.ErrQuota), false},
 	} {
@@ -108,6 +110,25 @@ func TestGetDeleteHostError(t *testing.T) {
 				t.Errorf("the log lacks the error: %s", log.String())
 			}
 		})
+	}
+}
+
+// TestGetUnavailable: a store that cannot be reached (a database down) traps
+// berm.get with a host error that says the data is unavailable, and names
+// nothing of the host.
+func TestGetUnavailable(t *testing.T) {
+	var log bytes.Buffer
+	kv := failingKV{fmt.Errorf("data of kv: postgres at db.internal:5432: %w: connection refused", store.ErrUnavailable)}
+	rt := deployKV(t, kv, slog.New(slog.NewTextHandler(&log, nil)))
+	_, err := rt.Call(context.Background(), "kv", "get", []byte(`{}`))
+	if !errors.Is(err, host.ErrHost) || !strings.Contains(err.Error(), "data is unavailable") {
+		t.Fatalf("get: %v, want ErrHost saying the data is unavailable", err)
+	}
+	if strings.Contains(err.Error(), "db.internal") {
+		t.Errorf("the error names the database: %v", err)
+	}
+	if !strings.Contains(log.String(), "db.internal") {
+		t.Errorf("the log lacks the error: %s", log.String())
 	}
 }
 

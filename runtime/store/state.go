@@ -2,9 +2,15 @@ package store
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 )
+
+// ErrUnavailable: the state could not be reached (its database is down or
+// cut off, or did not answer in time). The same call may succeed later; a
+// program is told that its data is unavailable, never why.
+var ErrUnavailable = errors.New("state unavailable")
 
 // State is what a call needs and every replica of berm serve shares: the
 // images, the table of deployments and the programs' data. Two backends

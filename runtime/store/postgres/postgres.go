@@ -173,7 +173,17 @@ func (s *State) do(idempotent bool, roundTrip func(ctx context.Context) error) e
 	if pgconn.SafeToRetry(err) || idempotent && lost {
 		err = s.try(roundTrip)
 	}
+	if unreachable(err) {
+		return fmt.Errorf("postgres at %s: %w: %w", s.addr, store.ErrUnavailable, oneLine(err))
+	}
 	return oneLine(err)
+}
+
+// unreachable reports whether err says the database could not be reached or
+// did not answer, rather than answering with an error.
+func unreachable(err error) bool {
+	var ce *pgconn.ConnectError
+	return err != nil && (errors.As(err, &ce) || connectionLost(err) || errors.Is(err, context.DeadlineExceeded))
 }
 
 func (s *State) try(roundTrip func(ctx context.Context) error) error {

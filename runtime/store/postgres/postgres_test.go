@@ -280,8 +280,11 @@ func TestChangesAfterRestart(t *testing.T) {
 	if err := s.Ping(context.Background()); err == nil {
 		t.Error("Ping of a stopped database succeeded")
 	}
-	if _, _, err := s.Get("p", []byte("k")); err == nil {
-		t.Error("Get from a stopped database succeeded")
+	if _, _, err := s.Get("p", []byte("k")); !errors.Is(err, store.ErrUnavailable) {
+		t.Errorf("Get from a stopped database: %v, want ErrUnavailable", err)
+	}
+	if err := s.Set("p", []byte("k"), []byte("lost")); !errors.Is(err, store.ErrUnavailable) {
+		t.Errorf("Set into a stopped database: %v, want ErrUnavailable", err)
 	}
 	if err := cluster.Start(); err != nil {
 		t.Fatal(err)
