@@ -106,7 +106,6 @@ var cases = []struct {
 	{"DataQuotaConcurrent/bytes/2 handles", racingBytes(2), false},
 	{"DataQuotaConcurrent/bytes/4 handles", racingBytes(4), false},
 	{"DataQuotaConcurrent/keys/2 handles", racingKeys(2), false},
-	{"DataQuotaConcurrent/keys/4 handles", racingKeys(4), false},
 }
 
 func testPing(t *testing.T, open func() store.State) {
