@@ -189,9 +189,9 @@ type writer struct {
 }
 
 type failedCall struct {
-	seq        int
-	start, end time.Time
-	err        error
+	seq   int
+	start time.Time
+	err   error
 }
 
 // set writes the next seq, and records the outcome; a result other than
@@ -205,7 +205,7 @@ func (w *writer) set(t *testing.T, ctx context.Context) error {
 	defer cancel()
 	text, err := w.c.call(callCtx, w.program+"_set", kvValue{Client: w.id, Seq: seq})
 	if err != nil {
-		w.failures = append(w.failures, failedCall{seq: seq, start: start, end: time.Now(), err: err})
+		w.failures = append(w.failures, failedCall{seq: seq, start: start, err: err})
 		return err
 	}
 	if text != "set" {

@@ -84,7 +84,9 @@ type setup struct {
 // figures are one round's measures of one setup.
 type figures struct {
 	echoCPS, getCPS     float64
-	echoStmts, getStmts float64 // per call, when counted
+	echoCPU, getCPU     time.Duration // the replicas' CPU time per call
+	echoStmts, getStmts float64       // per call, when counted
+	idleRate            float64       // statements a second with no calls, subtracted
 	counted             bool
 }
 
@@ -168,21 +170,24 @@ func run(ctx context.Context, c config) error {
 		for _, s := range setups {
 			var f figures
 			f.counted = s.postgres && stats != nil
-			var idleRate float64
 			if f.counted {
-				if idleRate, err = stats.idleRate(ctx, time.Second); err != nil {
+				if f.idleRate, err = stats.idleRate(ctx, time.Second); err != nil {
 					return err
 				}
 			}
 			for _, m := range []struct {
 				tool  string
 				cps   *float64
+				cpu   *time.Duration
 				stmts *float64
-			}{{"echo_echo", &f.echoCPS, &f.echoStmts}, {"kv_get", &f.getCPS, &f.getStmts}} {
-				// The statements are counted over the same window as the
-				// calls; the idle replicas' own are not the calls'.
+			}{{"echo_echo", &f.echoCPS, &f.echoCPU, &f.echoStmts}, {"kv_get", &f.getCPS, &f.getCPU, &f.getStmts}} {
+				// The statements and the CPU are counted over the same
+				// window as the calls; the idle replicas' statements are
+				// not the calls'.
 				var marks []int64
+				var cpu []time.Duration
 				mark := func() error {
+					cpu = append(cpu, cpuTime(s.replicas))
 					if !f.counted {
 						return nil
 					}
@@ -195,28 +200,34 @@ func run(ctx context.Context, c config) error {
 					return fmt.Errorf("%s, %s: %w", s.label, m.tool, err)
 				}
 				*m.cps = float64(calls) / elapsed.Seconds()
+				*m.cpu = (cpu[1] - cpu[0]) / time.Duration(max(calls, 1))
 				if f.counted {
-					*m.stmts = (float64(marks[1]-marks[0]) - idleRate*elapsed.Seconds()) / float64(calls)
+					*m.stmts = (float64(marks[1]-marks[0]) - f.idleRate*elapsed.Seconds()) / float64(calls)
 				}
 			}
 			results[s] = append(results[s], f)
-			fmt.Printf("  round %d %-12s echo %7.0f calls/s   kv get %7.0f calls/s\n", round+1, s.label, f.echoCPS, f.getCPS)
+			fmt.Printf("  round %d %-12s echo %7.0f calls/s (%s CPU)   kv get %7.0f calls/s (%s CPU)\n",
+				round+1, s.label, f.echoCPS, us(f.echoCPU), f.getCPS, us(f.getCPU))
 		}
 	}
 
 	fmt.Println()
-	fmt.Printf("%-12s %14s %7s %14s %7s %12s %12s\n", "", "echo calls/s", "ratio", "get calls/s", "ratio", "stmts/echo", "stmts/get")
+	fmt.Printf("%-12s %14s %7s %10s %14s %7s %10s %11s %10s %13s\n", "", "echo calls/s", "ratio", "CPU/call", "get calls/s", "ratio", "CPU/call", "stmts/echo", "stmts/get", "idle stmts/s")
 	base := results[setups[0]]
 	baseEcho, baseGet := median(pick(base, func(f figures) float64 { return f.echoCPS })), median(pick(base, func(f figures) float64 { return f.getCPS }))
 	for _, s := range setups {
 		fs := results[s]
 		echo, get := median(pick(fs, func(f figures) float64 { return f.echoCPS })), median(pick(fs, func(f figures) float64 { return f.getCPS }))
-		stmtsEcho, stmtsGet := "-", "-"
+		stmtsEcho, stmtsGet, idle := "-", "-", "-"
 		if len(fs) > 0 && fs[0].counted {
 			stmtsEcho = fmt.Sprintf("%.2f", median(pick(fs, func(f figures) float64 { return f.echoStmts })))
 			stmtsGet = fmt.Sprintf("%.2f", median(pick(fs, func(f figures) float64 { return f.getStmts })))
+			idle = fmt.Sprintf("%.1f", median(pick(fs, func(f figures) float64 { return f.idleRate })))
 		}
-		fmt.Printf("%-12s %14.0f %7.2f %14.0f %7.2f %12s %12s\n", s.label, echo, echo/baseEcho, get, get/baseGet, stmtsEcho, stmtsGet)
+		echoCPU := time.Duration(median(pick(fs, func(f figures) float64 { return float64(f.echoCPU) })))
+		getCPU := time.Duration(median(pick(fs, func(f figures) float64 { return float64(f.getCPU) })))
+		fmt.Printf("%-12s %14.0f %7.2f %10s %14.0f %7.2f %10s %11s %10s %13s\n",
+			s.label, echo, echo/baseEcho, us(echoCPU), get, get/baseGet, us(getCPU), stmtsEcho, stmtsGet, idle)
 	}
 
 	// A replica that keeps sessions, so that its client hears of deploys.
@@ -703,6 +714,33 @@ func percentile(ds []time.Duration, p int) time.Duration {
 	s := slices.Sorted(slices.Values(ds))
 	i := (p*len(s) + 99) / 100
 	return s[max(i-1, 0)]
+}
+
+func us(d time.Duration) string { return fmt.Sprintf("%.0f µs", float64(d.Nanoseconds())/1000) }
+
+// cpuTime is the user and system CPU time the processes have used so far,
+// from /proc (Linux; 0 elsewhere), in clock ticks of 10 ms: a measure of
+// seconds of calls is long enough for them. Unlike calls per second, it
+// holds up when other work shares the cores.
+func cpuTime(ps []*process) time.Duration {
+	var total time.Duration
+	for _, p := range ps {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", p.cmd.Process.Pid))
+		if err != nil {
+			continue
+		}
+		// Fields after the command name, which ends at the last ')':
+		// utime and stime are the 14th and 15th of the line.
+		fields := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))
+		if len(fields) < 13 {
+			continue
+		}
+		var utime, stime int64
+		fmt.Sscan(fields[11], &utime)
+		fmt.Sscan(fields[12], &stime)
+		total += time.Duration(utime+stime) * 10 * time.Millisecond
+	}
+	return total
 }
 
 func ms(d time.Duration) string { return fmt.Sprintf("%.1f ms", float64(d.Microseconds())/1000) }
