@@ -39,7 +39,7 @@ func stateIsDatabase(state string) (bool, error) {
 		return false, usageError{withHint(fmt.Errorf("--state: %w: not a URL (scheme://...)", errStateScheme), stateHint)}
 	}
 	for _, s := range stateSchemes {
-		if strings.EqualFold(scheme, s) {
+		if scheme == s {
 			return true, nil
 		}
 	}

@@ -96,6 +96,7 @@ func TestStateDeployListRemove(t *testing.T) {
 // berm serve with its database down at start does not exit: it says so in
 // its log and retries, answers /healthz 503 and /livez 200 meanwhile, and
 // serves once the database is up, deploys made by berm deploy included.
+// When the database goes away again, /healthz says so.
 func TestServeWaitsForDatabase(t *testing.T) {
 	cluster := pgtest.NewCluster(t)
 	url := cluster.URL(t)
@@ -149,6 +150,23 @@ func TestServeWaitsForDatabase(t *testing.T) {
 			t.Fatalf("the server never served the deploy\n%s", stderr)
 		}
 		time.Sleep(50 * time.Millisecond)
+	}
+
+	if err := cluster.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	// Readiness is asked of the database at most once a second.
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		code, body := probe(t, base+"/healthz")
+		if code == http.StatusServiceUnavailable && body.Reason == "database unreachable" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("healthz with the database gone = %d %+v, want 503 database unreachable", code, body)
+		}
+	}
+	if code, _ := probe(t, base+"/livez"); code != http.StatusOK {
+		t.Fatalf("livez with the database gone = %d, want 200", code)
 	}
 }
 
