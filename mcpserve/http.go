@@ -203,6 +203,9 @@ func (cfg HTTPConfig) withDefaults() HTTPConfig {
 // the bounds of withDeadlines.
 func (s *Server) Handler(cfg HTTPConfig) http.Handler {
 	cfg = cfg.withDefaults()
+	if cfg.Stateless {
+		s.stateless.Store(true)
+	}
 	mcpHandler := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.mcp },
 		&mcp.StreamableHTTPOptions{
 			Stateless:           cfg.Stateless,

@@ -123,6 +123,9 @@ type Server struct {
 	metricsOnce sync.Once
 	metrics     atomic.Pointer[metrics] // nil unless the HTTP service serves /metrics
 	listChanged atomic.Int64            // changes applied
+	// stateless is set once the HTTP service serves without sessions, which
+	// can carry no notification: initialize then promises none.
+	stateless atomic.Bool
 }
 
 type sessionKey struct{}
@@ -175,6 +178,12 @@ func New(svc *service.Service, opts *Options) *Server {
 			res, err := next(ctx, method, req)
 			if ir, ok := res.(*mcp.InitializeResult); ok && err == nil {
 				ir.Instructions = s.instructions()
+				if s.stateless.Load() && ir.Capabilities != nil {
+					caps := *ir.Capabilities
+					caps.Tools = &mcp.ToolCapabilities{}
+					caps.Resources = &mcp.ResourceCapabilities{}
+					ir.Capabilities = &caps
+				}
 			}
 			return res, err
 		}

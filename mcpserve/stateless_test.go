@@ -65,6 +65,12 @@ func TestStatelessAcrossReplicas(t *testing.T) {
 	if err != nil {
 		t.Fatalf("connect through the balancer: %v", err)
 	}
+	// No notification can reach a client without a session: initialize
+	// promises none, so that a client lists again rather than waits.
+	caps := cs.InitializeResult().Capabilities
+	if caps.Tools == nil || caps.Tools.ListChanged || caps.Resources == nil || caps.Resources.ListChanged {
+		t.Errorf("stateless initialize promises list_changed: tools %+v, resources %+v", caps.Tools, caps.Resources)
+	}
 	for i := range 4 {
 		tools, err := cs.ListTools(t.Context(), nil)
 		if err != nil {
