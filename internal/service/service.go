@@ -250,7 +250,12 @@ func (s *Service) Start(ctx context.Context, onChange func(Change)) error {
 	s.collectTemp()
 	done, err := s.syncPass(true)
 	if err != nil {
+		// Nothing was served: Start may be called again (berm serve does,
+		// while the error is store.ErrUnavailable).
 		s.stop()
+		s.mu.Lock()
+		s.started = false
+		s.mu.Unlock()
 		return err
 	}
 	s.wg.Add(1)
@@ -336,6 +341,13 @@ func (s *Service) Sync(ctx context.Context) error {
 // only if it is still the newest of its name then. The returned channel is
 // closed once those compiles are committed. On the first pass (first), the
 // programs are listed before they compile; later, after.
+//
+// A deployment whose image cannot be read because the state is unavailable
+// (store.ErrUnavailable) is not marked failed, so the next pass tries it
+// again; on the first pass it fails the pass, which has served nothing yet,
+// so that a replica starting during a blip waits rather than comes up
+// without the program. Damage and refusals are marked failed: they last
+// until the deployment changes.
 func (s *Service) syncPass(first bool) (<-chan struct{}, error) {
 	s.pass.Lock()
 	defer s.pass.Unlock()
@@ -359,6 +371,13 @@ func (s *Service) syncPass(first bool) (<-chan struct{}, error) {
 			continue
 		}
 		p, image, err := s.read(d)
+		if errors.Is(err, store.ErrUnavailable) {
+			if first {
+				return nil, fmt.Errorf("load %s: %w", d.Name, err)
+			}
+			s.log.Warn("load: state unavailable; trying again at the next pass", "program", d.Name, "digest", d.Digest, "error", err)
+			continue
+		}
 		if err != nil {
 			// The old version, if any, stays served: a bad deployment never
 			// takes the server down.
@@ -368,14 +387,17 @@ func (s *Service) syncPass(first bool) (<-chan struct{}, error) {
 			s.mu.Unlock()
 			continue
 		}
+		jobs = append(jobs, job{p, image})
+	}
+	// Served only now, so that a first pass that failed above served nothing.
+	for _, j := range jobs {
 		s.mu.Lock()
-		s.want[d.Name] = p
-		delete(s.failed, d.Name)
+		s.want[j.p.Name] = j.p
+		delete(s.failed, j.p.Name)
 		s.mu.Unlock()
 		if first {
-			s.list(p)
+			s.list(j.p)
 		}
-		jobs = append(jobs, job{p, image})
 	}
 	// Names gone from the store.
 	s.mu.RLock()

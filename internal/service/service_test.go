@@ -3,6 +3,7 @@ package service_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	goruntime "runtime"
@@ -279,5 +280,90 @@ func TestCloseDuringFirstCompile(t *testing.T) {
 		default:
 			t.Fatal("Close returned before the first load's compiles ended")
 		}
+	}
+}
+
+// blinking is a state whose next reads fail as a database's do while it is
+// briefly unreachable: failImages calls of Image, failLists of Deployments.
+type blinking struct {
+	store.State
+	mu                    sync.Mutex
+	failImages, failLists int
+}
+
+func (b *blinking) Image(digest string) ([]byte, error) {
+	b.mu.Lock()
+	fail := b.failImages > 0
+	b.failImages--
+	b.mu.Unlock()
+	if fail {
+		return nil, fmt.Errorf("postgres at 127.0.0.1:5432: %w: connection refused", store.ErrUnavailable)
+	}
+	return b.State.Image(digest)
+}
+
+func (b *blinking) Deployments() ([]store.Deployment, []store.Damaged, error) {
+	b.mu.Lock()
+	fail := b.failLists > 0
+	b.failLists--
+	b.mu.Unlock()
+	if fail {
+		return nil, nil, fmt.Errorf("postgres at 127.0.0.1:5432: %w: connection refused", store.ErrUnavailable)
+	}
+	return b.State.Deployments()
+}
+
+// A deployment whose image could not be read while the state was briefly
+// unavailable is read again at the next pass, not given up until a
+// redeploy as a damaged one is.
+func TestUnavailableImageRetried(t *testing.T) {
+	e := newEnv(t)
+	st := &blinking{State: e.st}
+	svc := service.New(e.rt, st, &service.Options{PollInterval: time.Hour})
+	start(t, svc, nil)
+	<-svc.Loaded()
+	e.record(t, "echo", fixture(t, "testdata/echo.wasm"))
+	st.failImages = 1
+	if err := svc.Sync(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if p := svc.Program("echo"); p != nil {
+		t.Fatal("echo is served though its image could not be read")
+	}
+	if err := svc.Sync(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if p := svc.Program("echo"); p == nil {
+		t.Fatal("echo is not served once its image can be read again: the blip marked it failed")
+	}
+}
+
+// Start fails with ErrUnavailable, serving nothing, when the state is
+// unavailable for its first pass (the deployments or an image), and may be
+// called again, which serves everything.
+func TestStartAgainAfterUnavailable(t *testing.T) {
+	for name, st := range map[string]*blinking{
+		"deployments": {failLists: 1},
+		"image":       {failImages: 1},
+	} {
+		t.Run(name, func(t *testing.T) {
+			e := newEnv(t)
+			e.record(t, "echo", fixture(t, "testdata/echo.wasm"))
+			e.record(t, "other", fixture(t, "testdata/echo.wasm"))
+			st.State = e.st
+			var rec recorder
+			svc := service.New(e.rt, st, &service.Options{PollInterval: time.Hour})
+			if err := svc.Start(context.Background(), rec.add); !errors.Is(err, store.ErrUnavailable) {
+				t.Fatalf("Start with the state unavailable = %v, want ErrUnavailable", err)
+			}
+			if served := svc.Served(); len(served) != 0 || len(rec.changes) != 0 {
+				t.Fatalf("a failed Start served %d programs and reported %d changes, want none", len(served), len(rec.changes))
+			}
+			start(t, svc, rec.add)
+			<-svc.Loaded()
+			if served := svc.Served(); len(served) != 2 {
+				t.Fatalf("served %d programs after Start again, want 2", len(served))
+			}
+		})
 	}
 }
