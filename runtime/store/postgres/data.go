@@ -56,9 +56,9 @@ func (s *State) Set(program string, key, value []byte) error {
 	key, value = notNull(key), notNull(value)
 	var outcome string
 	var keys, bytes int64
-	// Idempotent: run again after a lost answer, it finds its own entry
-	// and replaces it with the same.
-	err := s.do(true, func(ctx context.Context) error {
+	// Not run again once sent (see do): another replica may have written
+	// the key since.
+	err := s.do(false, func(ctx context.Context) error {
 		return s.pool.QueryRow(ctx, `SELECT outcome, held_keys, held_bytes FROM berm_set($1, $2, $3, $4, $5, $6)`,
 			program, key, value, store.BlockSize, store.MaxDataBytes, store.MaxKeys).Scan(&outcome, &keys, &bytes)
 	})
@@ -82,7 +82,7 @@ func (s *State) Delete(program string, key []byte) error {
 		return err
 	}
 	key = notNull(key)
-	err := s.do(true, func(ctx context.Context) error {
+	err := s.do(false, func(ctx context.Context) error {
 		_, err := s.pool.Exec(ctx, `SELECT berm_delete($1, $2, $3)`, program, key, store.BlockSize)
 		return err
 	})

@@ -36,7 +36,9 @@ func (s *State) Deploy(d store.Deployment) error {
 		}
 	}
 	var inserted int64
-	err := s.do(true, func(ctx context.Context) error {
+	// Not run again once sent (see do): another replica may have deployed
+	// the name since.
+	err := s.do(false, func(ctx context.Context) error {
 		tag, err := s.pool.Exec(ctx, `INSERT INTO berm_deployments (name, digest, source, grants, deployed)
 			SELECT $1::text, $2::text, $3::text, $4::jsonb, $5::timestamptz
 			WHERE EXISTS (SELECT 1 FROM berm_images WHERE digest = $2::text)

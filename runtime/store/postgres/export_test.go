@@ -11,8 +11,13 @@ import (
 // Migrations is the schema's steps, for tests that count them.
 var Migrations = migrations
 
+// RoundTrips is how many round trips this State's calls made to the database
+// so far: statements, their preparation on a connection's first use, and
+// pings. Connecting is not counted, nor the listening connection's traffic.
+func (s *State) RoundTrips() uint64 { return s.roundTrips.Load() }
+
 // Fill implements storetest.Filler: n entries of a block each, written in one
-// transaction under the program's usage row as berm_set writes.
+// transaction under the program's lock as berm_set writes.
 func (s *State) Fill(program string, n int) error {
 	var prefix [8]byte
 	rand.Read(prefix[:])
@@ -21,7 +26,14 @@ func (s *State) Fill(program string, n int) error {
 		if err != nil {
 			return err
 		}
-		defer tx.Rollback(context.WithoutCancel(ctx))
+		defer func() {
+			c, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.timeout)
+			defer cancel()
+			tx.Rollback(c)
+		}()
+		if _, err := tx.Exec(ctx, `SELECT berm_lock_program($1)`, program); err != nil {
+			return err
+		}
 		if _, err := tx.Exec(ctx, `INSERT INTO berm_data_usage (program, bytes, keys) VALUES ($1, 0, 0)
 			ON CONFLICT (program) DO NOTHING`, program); err != nil {
 			return err

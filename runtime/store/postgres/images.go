@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -22,11 +23,17 @@ func checkDigest(digest string) error {
 	return nil
 }
 
+// imageTimeout bounds the round trip of an image of size bytes: the
+// timeout, and a second per MiB on top (minImageRate).
+func (s *State) imageTimeout(size int) time.Duration {
+	return s.timeout + time.Duration(size)*time.Second/minImageRate
+}
+
 // PutImage stores an image under its digest and returns the digest. The same
 // bytes are stored once; a row whose bytes differ (damaged) is repaired.
 func (s *State) PutImage(image []byte) (string, error) {
 	digest := manifest.Digest(image)
-	err := s.do(true, func(ctx context.Context) error {
+	err := s.doWithin(s.imageTimeout(len(image)), true, func(ctx context.Context) error {
 		_, err := s.pool.Exec(ctx, `INSERT INTO berm_images (digest, image) VALUES ($1, $2)
 			ON CONFLICT (digest) DO UPDATE SET image = EXCLUDED.image
 			WHERE berm_images.image <> EXCLUDED.image`, digest, image)
@@ -45,7 +52,8 @@ func (s *State) Image(digest string) ([]byte, error) {
 		return nil, err
 	}
 	var image []byte
-	err := s.do(true, func(ctx context.Context) error {
+	// Its size is known once read: the bound is the largest image's.
+	err := s.doWithin(s.imageTimeout(manifest.DefaultMaxImage), true, func(ctx context.Context) error {
 		return s.pool.QueryRow(ctx, `SELECT substr(image, 1, $2) FROM berm_images WHERE digest = $1`,
 			digest, manifest.DefaultMaxImage+1).Scan(&image)
 	})

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 )
@@ -147,37 +148,144 @@ BEGIN
 	RETURN true;
 END $$;
 `,
+
+	// 2: a program's writers and its Remove take turns on an advisory lock
+	// of the program, which exists before the program's usage row does (in
+	// 1, a Remove that found no usage row locked nothing, and a first Set
+	// committed between its deletes left the usage charged for data that
+	// was gone). Two programs whose names hash alike only wait for each
+	// other. And the trigger notifies per row, so that a statement that
+	// changes nothing (a Remove of a missing name) tells no replica.
+	`
+CREATE OR REPLACE FUNCTION berm_lock_program(p_program text) RETURNS void
+	LANGUAGE sql AS $$ SELECT pg_advisory_xact_lock(1650815597, hashtext(p_program)) $$;
+
+CREATE OR REPLACE FUNCTION berm_set(p_program text, p_key bytea, p_value bytea,
+		p_block bigint, p_max_bytes bigint, p_max_keys bigint,
+		OUT outcome text, OUT held_keys bigint, OUT held_bytes bigint)
+	LANGUAGE plpgsql AS $$
+DECLARE
+	old_size bigint;
+	after    bigint;
+BEGIN
+	PERFORM berm_lock_program(p_program);
+	INSERT INTO berm_data_usage (program, bytes, keys) VALUES (p_program, 0, 0)
+		ON CONFLICT (program) DO NOTHING;
+	SELECT u.bytes, u.keys INTO held_bytes, held_keys
+		FROM berm_data_usage u WHERE u.program = p_program FOR UPDATE;
+	SELECT 4 + length(d.key) + length(d.value) INTO old_size
+		FROM berm_data d WHERE d.program = p_program AND d.key = p_key;
+	IF old_size IS NULL AND held_keys >= p_max_keys THEN
+		outcome := 'keys';
+		RETURN;
+	END IF;
+	after := held_bytes - coalesce(berm_charge(old_size, p_block), 0)
+		+ berm_charge(4 + length(p_key) + length(p_value), p_block);
+	-- A write that takes no more than it frees passes even over the quota,
+	-- so that a program over it can shrink its data in place.
+	IF after > p_max_bytes AND after > held_bytes THEN
+		outcome := 'bytes';
+		held_bytes := after;
+		RETURN;
+	END IF;
+	INSERT INTO berm_data (program, key, value) VALUES (p_program, p_key, p_value)
+		ON CONFLICT (program, key) DO UPDATE SET value = EXCLUDED.value;
+	held_bytes := after;
+	IF old_size IS NULL THEN
+		held_keys := held_keys + 1;
+	END IF;
+	UPDATE berm_data_usage u SET bytes = held_bytes, keys = held_keys WHERE u.program = p_program;
+	outcome := 'ok';
+END $$;
+
+CREATE OR REPLACE FUNCTION berm_delete(p_program text, p_key bytea, p_block bigint) RETURNS void
+	LANGUAGE plpgsql AS $$
+DECLARE
+	old_size bigint;
+BEGIN
+	PERFORM berm_lock_program(p_program);
+	DELETE FROM berm_data d WHERE d.program = p_program AND d.key = p_key
+		RETURNING 4 + length(d.key) + length(d.value) INTO old_size;
+	IF FOUND THEN
+		UPDATE berm_data_usage u SET bytes = u.bytes - berm_charge(old_size, p_block), keys = u.keys - 1
+			WHERE u.program = p_program;
+	END IF;
+END $$;
+
+-- Each statement of a plpgsql function reads what committed before it
+-- began, so the deletes after the lock see every write that held it.
+CREATE OR REPLACE FUNCTION berm_remove(p_name text, p_keep_data boolean) RETURNS boolean
+	LANGUAGE plpgsql AS $$
+BEGIN
+	IF NOT p_keep_data THEN
+		PERFORM berm_lock_program(p_name);
+	END IF;
+	DELETE FROM berm_deployments d WHERE d.name = p_name;
+	IF NOT FOUND THEN
+		RETURN false;
+	END IF;
+	IF NOT p_keep_data THEN
+		DELETE FROM berm_data_usage u WHERE u.program = p_name;
+		DELETE FROM berm_data d WHERE d.program = p_name;
+	END IF;
+	RETURN true;
+END $$;
+
+DROP TRIGGER berm_deployments_notify ON berm_deployments;
+
+CREATE TRIGGER berm_deployments_notify
+	AFTER INSERT OR UPDATE OR DELETE ON berm_deployments
+	FOR EACH ROW EXECUTE FUNCTION berm_deployments_notify();
+
+CREATE TRIGGER berm_deployments_notify_truncate
+	AFTER TRUNCATE ON berm_deployments
+	FOR EACH STATEMENT EXECUTE FUNCTION berm_deployments_notify();
+`,
 }
 
 // migrate applies the steps the database lacks, in one transaction under the
-// schema lock, each statement bounded by the timeout.
+// schema lock. Connecting and each short statement are bounded by the
+// timeout; the wait for the lock (another process migrating) and each step
+// by the migration timeout, on both ends: the server's lock_timeout and
+// statement_timeout end a stuck wait even when this process is gone.
 func (s *State) migrate(ctx context.Context) error {
 	return s.migrateTo(ctx, migrations)
 }
 
 func (s *State) migrateTo(ctx context.Context, steps []string) error {
-	conn, err := s.pool.Acquire(ctx)
+	within := func(d time.Duration) (context.Context, context.CancelFunc) { return context.WithTimeout(ctx, d) }
+	bounded := func() (context.Context, context.CancelFunc) { return within(s.timeout) }
+
+	c, cancel := bounded()
+	conn, err := s.pool.Acquire(c)
+	cancel()
 	if err != nil {
 		return err
 	}
 	defer conn.Release()
-	bounded := func() (context.Context, context.CancelFunc) { return context.WithTimeout(ctx, s.timeout) }
-
-	c, cancel := bounded()
+	c, cancel = bounded()
 	tx, err := conn.Begin(c)
 	cancel()
 	if err != nil {
 		return err
 	}
-	defer tx.Rollback(context.WithoutCancel(ctx))
+	defer func() {
+		// A no-op once committed; otherwise it releases the lock.
+		c, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.timeout)
+		defer cancel()
+		tx.Rollback(c)
+	}()
+	serverBound := fmt.Sprintf("'%dms'", s.migrationTimeout.Milliseconds())
 	for _, stmt := range []string{
+		"SET LOCAL lock_timeout = " + serverBound,
+		"SET LOCAL statement_timeout = " + serverBound,
 		fmt.Sprintf("SELECT pg_advisory_xact_lock(%d)", schemaLockKey),
 		`CREATE TABLE IF NOT EXISTS berm_schema (
 			version int PRIMARY KEY,
 			applied timestamptz NOT NULL DEFAULT now()
 		)`,
 	} {
-		c, cancel := bounded()
+		c, cancel := within(s.migrationTimeout)
 		_, err := tx.Exec(c, stmt)
 		cancel()
 		if err != nil {
@@ -198,7 +306,7 @@ func (s *State) migrateTo(ctx context.Context, steps []string) error {
 		return nil // the rollback only releases the lock
 	}
 	for i := version; i < len(steps); i++ {
-		c, cancel := bounded()
+		c, cancel := within(s.migrationTimeout)
 		_, err := tx.Exec(c, steps[i], pgx.QueryExecModeSimpleProtocol)
 		if err == nil {
 			_, err = tx.Exec(c, "INSERT INTO berm_schema (version) VALUES ($1)", i+1)

@@ -28,12 +28,28 @@ type Options struct {
 	// connection lost and found again, a migration. Nil logs nothing.
 	Logger *slog.Logger
 	// Timeout bounds each round trip to the database, connecting included;
-	// 5 seconds when zero.
+	// 5 seconds when zero. An image's round trip has longer (imageTimeout).
 	Timeout time.Duration
+	// MigrationTimeout bounds Open's wait for the schema lock (another
+	// process migrating) and each step of a migration; a minute when zero.
+	MigrationTimeout time.Duration
+	// Listen keeps a connection listening for deployment changes, which
+	// Changes signals; without it Changes is nil. Only a process that
+	// serves needs it: a command that deploys or lists does not.
+	Listen bool
 }
 
-// DefaultTimeout bounds a round trip when Options.Timeout is zero.
-const DefaultTimeout = 5 * time.Second
+// DefaultTimeout bounds a round trip when Options.Timeout is zero, and
+// DefaultMigrationTimeout a migration's wait and steps.
+const (
+	DefaultTimeout          = 5 * time.Second
+	DefaultMigrationTimeout = time.Minute
+)
+
+// minImageRate is the slowest link an image is given time for: on top of
+// the timeout, a second per MiB (8 Mbit/s), so that the largest image (64
+// MiB) has 69 s by default where a small one keeps about the timeout.
+const minImageRate = 1 << 20 // bytes per second
 
 // State is berm's state in a PostgreSQL database, shared by every process
 // that opens it.
@@ -42,13 +58,17 @@ const DefaultTimeout = 5 * time.Second
 // not: each round trip is bounded by Options.Timeout instead, and Close
 // cancels those in flight.
 type State struct {
-	pool    *pgxpool.Pool
-	addr    string // host:port, for errors
-	timeout time.Duration
-	log     *slog.Logger
+	pool             *pgxpool.Pool
+	addr             string // host:port, for errors
+	timeout          time.Duration
+	migrationTimeout time.Duration
+	log              *slog.Logger
 
 	roundTrips atomic.Uint64
-	changes    chan struct{}
+	changes    chan struct{} // nil without Options.Listen
+	// lastReset is when the pool was last reset (UnixNano): a call that
+	// began before it lost a connection that the reset closed already.
+	lastReset atomic.Int64
 
 	ctx       context.Context // canceled by Close
 	cancel    context.CancelFunc
@@ -60,8 +80,11 @@ var _ store.State = (*State)(nil)
 
 // Open connects to the database at url (postgres://user:password@host:port/db
 // or the key=value form), applies the schema's missing steps and starts
-// listening for deployment changes. An unreachable database is an error that
-// names its host and port, never the password.
+// listening for deployment changes when opts.Listen. An error names the
+// database's host and port, never the password; it wraps store.ErrUnavailable
+// when the database could not be reached or did not answer (which may heal,
+// so a caller may try again), and not when it answered no: a malformed URL,
+// credentials or a database it refuses, missing privileges, ErrNewerSchema.
 func Open(ctx context.Context, url string, opts *Options) (*State, error) {
 	var o Options
 	if opts != nil {
@@ -69,6 +92,9 @@ func Open(ctx context.Context, url string, opts *Options) (*State, error) {
 	}
 	if o.Timeout <= 0 {
 		o.Timeout = DefaultTimeout
+	}
+	if o.MigrationTimeout <= 0 {
+		o.MigrationTimeout = DefaultMigrationTimeout
 	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
@@ -79,11 +105,19 @@ func Open(ctx context.Context, url string, opts *Options) (*State, error) {
 	}
 	password := cfg.ConnConfig.Password
 	cfg.ConnConfig.ConnectTimeout = o.Timeout
+	// berm_set's check and write are one under the program's lock because
+	// each statement reads what committed before it: read committed, which
+	// a role or database may have set otherwise (under repeatable read,
+	// concurrent Sets would fail with serialization errors).
+	cfg.ConnConfig.RuntimeParams["default_transaction_isolation"] = "read committed"
 	s := &State{
-		timeout: o.Timeout,
-		log:     o.Logger,
-		changes: make(chan struct{}, 1),
-		addr:    net.JoinHostPort(cfg.ConnConfig.Host, strconv.Itoa(int(cfg.ConnConfig.Port))),
+		timeout:          o.Timeout,
+		migrationTimeout: o.MigrationTimeout,
+		log:              o.Logger,
+		addr:             net.JoinHostPort(cfg.ConnConfig.Host, strconv.Itoa(int(cfg.ConnConfig.Port))),
+	}
+	if o.Listen {
+		s.changes = make(chan struct{}, 1)
 	}
 	cfg.ConnConfig.Tracer = (*tracer)(s)
 	cfg.ShouldPing = func(_ context.Context, p pgxpool.ShouldPingParams) bool {
@@ -94,35 +128,40 @@ func Open(ctx context.Context, url string, opts *Options) (*State, error) {
 		}
 		return false
 	}
+	openError := func(err error) error {
+		if unreachable(err) {
+			return fmt.Errorf("postgres at %s: %w: %w", s.addr, store.ErrUnavailable, redact(err, password))
+		}
+		return fmt.Errorf("postgres at %s: %w", s.addr, redact(err, password))
+	}
 	s.pool, err = pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
-		return nil, fmt.Errorf("postgres at %s: %w", s.addr, redact(err, password))
+		return nil, openError(err)
 	}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	if err := s.migrate(ctx); err != nil {
 		s.pool.Close()
 		s.cancel()
-		return nil, fmt.Errorf("postgres at %s: %w", s.addr, redact(err, password))
+		return nil, openError(err)
 	}
-	conn, err := s.connectListener(ctx)
-	if err != nil {
-		s.pool.Close()
-		s.cancel()
-		return nil, fmt.Errorf("postgres at %s: %w", s.addr, redact(err, password))
+	if o.Listen {
+		conn, err := s.connectListener(ctx)
+		if err != nil {
+			s.pool.Close()
+			s.cancel()
+			return nil, openError(err)
+		}
+		s.listening.Add(1)
+		go s.listen(conn)
 	}
-	s.listening.Add(1)
-	go s.listen(conn)
 	return s, nil
 }
 
-// RoundTrips is how many round trips this State's calls made to the database
-// so far: statements, their preparation on a connection's first use, and
-// pings. Connecting is not counted, nor the listening connection's traffic.
-func (s *State) RoundTrips() uint64 { return s.roundTrips.Load() }
-
 // Changes receives, coalesced, when the deployments may have changed: on
 // every notification from the database, and after the listening connection
-// came back from a loss (notifications sent meanwhile are lost).
+// came back from a loss (notifications sent meanwhile are lost). It is nil
+// unless Options.Listen: the caller then reads the deployments again to
+// know.
 func (s *State) Changes() <-chan struct{} { return s.changes }
 
 func (s *State) signal() {
@@ -154,24 +193,33 @@ func (s *State) Close() error {
 	return nil
 }
 
-// do runs one round trip bounded by the timeout. When it failed on a
-// connection that turned out dead (the server restarted, a proxy dropped it)
-// and the operation is idempotent, it runs once more, on another connection;
-// an operation that is not is run again only when nothing reached the server.
+// do runs one round trip bounded by the timeout; doWithin by another bound.
+//
+// When the round trip failed on a connection that turned out dead (the
+// server restarted, a proxy dropped it), a read (idempotent) runs once more,
+// on another connection, and so does PutImage, whose replay writes the same
+// bytes under the same digest. Any other write (Set, Delete, Deploy, Remove:
+// idempotent false) runs again only when pgconn.SafeToRetry says nothing
+// reached the server: once sent, it may have committed before the answer was
+// lost, and replayed later it could write an old value over a newer one that
+// another replica wrote and acknowledged meanwhile. Its caller gets the
+// error instead; a program that retries its own write knows its order.
 func (s *State) do(idempotent bool, roundTrip func(ctx context.Context) error) error {
-	err := s.try(roundTrip)
+	return s.doWithin(s.timeout, idempotent, roundTrip)
+}
+
+func (s *State) doWithin(timeout time.Duration, idempotent bool, roundTrip func(ctx context.Context) error) error {
+	began := time.Now().UnixNano()
+	err := s.try(timeout, roundTrip)
 	if err == nil || s.ctx.Err() != nil {
 		return oneLine(err)
 	}
 	lost := connectionLost(err)
 	if lost {
-		// What ended one connection (a restart, a network cut) ended the
-		// others idle in the pool too: they are closed now rather than
-		// each costing a call its error.
-		s.pool.Reset()
+		s.resetPool(began)
 	}
 	if pgconn.SafeToRetry(err) || idempotent && lost {
-		err = s.try(roundTrip)
+		err = s.try(timeout, roundTrip)
 	}
 	if unreachable(err) {
 		return fmt.Errorf("postgres at %s: %w: %w", s.addr, store.ErrUnavailable, oneLine(err))
@@ -179,15 +227,48 @@ func (s *State) do(idempotent bool, roundTrip func(ctx context.Context) error) e
 	return oneLine(err)
 }
 
-// unreachable reports whether err says the database could not be reached or
-// did not answer, rather than answering with an error.
-func unreachable(err error) bool {
-	var ce *pgconn.ConnectError
-	return err != nil && (errors.As(err, &ce) || connectionLost(err) || errors.Is(err, context.DeadlineExceeded))
+// resetPool closes the pool's connections after a call that began at began
+// lost its own: what ended one (a restart, a network cut) ended the others
+// idle in the pool too, and they are closed now rather than each costing a
+// call its error. Once per failure: the calls in flight at a restart all
+// lose their connections, and a reset made after one of them began closed
+// its connection already; resetting again would close the new ones.
+func (s *State) resetPool(began int64) {
+	last := s.lastReset.Load()
+	if began <= last {
+		return
+	}
+	if s.lastReset.CompareAndSwap(last, time.Now().UnixNano()) {
+		s.pool.Reset()
+	}
 }
 
-func (s *State) try(roundTrip func(ctx context.Context) error) error {
-	ctx, cancel := context.WithTimeout(s.ctx, s.timeout)
+// unreachable reports whether err says the database could not be reached or
+// did not answer, rather than answering with an error: what may heal by
+// itself, unlike a refusal (bad credentials, no such database, no
+// privilege).
+func unreachable(err error) bool {
+	if err == nil {
+		return false
+	}
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) {
+		// The server answered: only its going away (57P: shutting down,
+		// starting up), running out of connections (53300) or a wait that
+		// timed out (55P03 under lock_timeout, 57014 under
+		// statement_timeout) may heal.
+		switch pgErr.Code {
+		case "53300", "55P03", "57014":
+			return true
+		}
+		return strings.HasPrefix(pgErr.Code, "57P")
+	}
+	var ce *pgconn.ConnectError
+	return errors.As(err, &ce) || connectionLost(err) || errors.Is(err, context.DeadlineExceeded)
+}
+
+func (s *State) try(timeout time.Duration, roundTrip func(ctx context.Context) error) error {
+	ctx, cancel := context.WithTimeout(s.ctx, timeout)
 	defer cancel()
 	return roundTrip(ctx)
 }

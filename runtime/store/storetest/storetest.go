@@ -102,6 +102,7 @@ var cases = []struct {
 	{"MaxKeys", testMaxKeys, false},
 	{"DataOverQuota", testDataOverQuota, false},
 	{"DataTwoHandles", testDataTwoHandles, false},
+	{"RemoveRacingSets", testRemoveRacingSets, false},
 	{"DataQuotaConcurrent/bytes/1 handle", racingBytes(1), false},
 	{"DataQuotaConcurrent/bytes/2 handles", racingBytes(2), false},
 	{"DataQuotaConcurrent/bytes/4 handles", racingBytes(4), false},
