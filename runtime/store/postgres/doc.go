@@ -4,7 +4,7 @@
 // backend's semantics (the same names refused, digests checked, quotas and
 // errors), so that runtime/store/storetest runs against both.
 //
-//	s, err := postgres.Open(ctx, "postgres://berm:secret@db:5432/berm", nil)
+//	s, err := postgres.Open(ctx, "postgres://berm:secret@db:5432/berm", &postgres.Options{Listen: true})
 //	digest, err := s.PutImage(image)
 //	err = s.Deploy(store.Deployment{Name: "hello", Digest: digest})
 //	for range s.Changes() { /* read s.Deployments() again */ }
@@ -18,24 +18,31 @@
 // berm_schema holds a row for each step applied. Open applies the missing
 // steps in one transaction under pg_advisory_xact_lock(schemaLockKey), so
 // that replicas starting at once take turns: the first migrates, the others
-// find the steps applied. A database whose schema is newer than this binary
-// knows is refused (ErrNewerSchema) rather than written to.
+// find the steps applied. The wait and each step are bounded by
+// Options.MigrationTimeout. A step once applied never changes: a fix is a
+// new step. A database whose schema is newer than this binary knows is
+// refused (ErrNewerSchema) rather than written to.
 //
 // # Round trips
 //
 // Every method of store.State is one round trip to the database, each bounded
-// by Options.Timeout: a quota check and the write it allows run in one SQL
-// function (berm_set) that locks the program's usage row, so that writers in
-// many processes never pass a bound together and an acknowledged Set is
-// committed. The first use of a statement on a connection prepares it (one
-// more round trip), and a connection idle for over a second is pinged before
-// use; RoundTrips counts all of these.
+// by Options.Timeout (an image's by its size too): a quota check and the
+// write it allows run in one SQL function (berm_set) under an advisory lock
+// of the program, which berm_delete and berm_remove take too, so that
+// writers in many processes never pass a bound together, a Remove never
+// leaves a charge for data it deleted, and an acknowledged Set is committed.
+// The first use of a statement on a connection prepares it (one more round
+// trip), and a connection idle for over a second is pinged before use. A
+// read whose connection was lost runs once more; a write only when nothing
+// of it reached the server (see State.do).
 //
 // # Changes
 //
-// A trigger on berm_deployments notifies the channel berm_deployments on
-// every change, whoever makes it (another replica, berm deploy, psql). Each
-// State listens on a connection of its own and signals Changes; when that
-// connection drops it reconnects with backoff and signals Changes once
-// listening again, since notifications sent meanwhile are lost.
+// A trigger on berm_deployments notifies the channel berm_deployments for
+// every row changed, whoever changes it (another replica, berm deploy, psql),
+// and nothing for a statement that changes none. A State opened with
+// Options.Listen listens on a connection of its own and signals Changes;
+// when that connection drops it reconnects with backoff and signals Changes
+// once listening again, since notifications sent meanwhile are lost. Without
+// Listen, Changes is nil: a command that deploys or lists needs no listener.
 package postgres
