@@ -23,11 +23,8 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"io"
-	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"runtime"
@@ -40,6 +37,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/berm-dev/berm/deploy/internal/replicas"
 )
 
 type config struct {
@@ -77,7 +76,7 @@ func main() {
 type setup struct {
 	label    string
 	balancer string // http://127.0.0.1:PORT
-	replicas []*process
+	replicas []*replicas.Replica
 	postgres bool
 }
 
@@ -95,10 +94,10 @@ func run(ctx context.Context, c config) error {
 	if err != nil {
 		return err
 	}
-	var procs []*process
+	var procs []interface{ Stop() }
 	defer func() {
 		for _, p := range slices.Backward(procs) {
-			p.stop()
+			p.Stop()
 		}
 		os.RemoveAll(work)
 	}()
@@ -111,43 +110,52 @@ func run(ctx context.Context, c config) error {
 		{"deploy", "--state", c.state, "echo", echoWasm},
 		{"deploy", "--state", c.state, "kv", kvWasm},
 	} {
-		if err := runBerm(ctx, c.berm, filepath.Join(work, "cli"), args...); err != nil {
+		if _, err := (replicas.CLI{Bin: c.berm, Root: filepath.Join(work, "cli")}).Run(ctx, args...); err != nil {
 			return err
 		}
 	}
 
-	start := func(name string, args ...string) (*process, error) {
-		args = append([]string{"serve", "--stateless"}, args...)
-		p, err := startServe(ctx, name, c.berm, args...)
+	// Each logs warnings only: at info it would log every call, which is
+	// not what is measured.
+	start := func(name string, opts replicas.Options) (*replicas.Replica, error) {
+		opts.Bin, opts.Quiet = c.berm, true
+		r, err := replicas.Start(name, opts)
 		if err != nil {
 			return nil, err
 		}
-		procs = append(procs, p)
-		return p, p.waitReady(ctx, 2)
+		procs = append(procs, r)
+		return r, r.WaitReady(2, 30*time.Second)
 	}
-	onRoot, err := start("root", "--root", root)
+	onRoot, err := start("root", replicas.Options{Root: root})
 	if err != nil {
 		return err
 	}
-	var onPG []*process
+	var onPG []*replicas.Replica
 	for i := range 3 {
-		p, err := start(fmt.Sprintf("pg%d", i+1), "--state", c.state, "--root", filepath.Join(work, fmt.Sprintf("cache%d", i+1)))
+		r, err := start(fmt.Sprintf("pg%d", i+1), replicas.Options{State: c.state, Root: filepath.Join(work, fmt.Sprintf("cache%d", i+1))})
 		if err != nil {
 			return err
 		}
-		onPG = append(onPG, p)
+		onPG = append(onPG, r)
 	}
-	setups := []*setup{{label: "root ×1", replicas: []*process{onRoot}}}
+	setups := []*setup{{label: "root ×1", replicas: []*replicas.Replica{onRoot}}}
 	for n := 1; n <= 3; n++ {
 		setups = append(setups, &setup{label: fmt.Sprintf("postgres ×%d", n), replicas: onPG[:n], postgres: true})
 	}
 	for _, s := range setups {
-		lb, err := startNginx(ctx, filepath.Join(work, "nginx-"+strings.ReplaceAll(s.label, " ×", "")), c.nginx, s.replicas)
+		var upstreams []string
+		for _, r := range s.replicas {
+			upstreams = append(upstreams, r.Addr())
+		}
+		lb, err := replicas.StartNginx(ctx, replicas.NginxOptions{
+			Bin: c.nginx, Dir: filepath.Join(work, "nginx-"+strings.ReplaceAll(s.label, " ×", "")),
+			Upstreams: upstreams, Fast: true,
+		})
 		if err != nil {
 			return err
 		}
 		procs = append(procs, lb)
-		s.balancer = lb.url
+		s.balancer = lb.URL
 	}
 	// One value for every get to read, on each state.
 	for _, s := range []*setup{setups[0], setups[1]} {
@@ -231,13 +239,8 @@ func run(ctx context.Context, c config) error {
 	}
 
 	// A replica that keeps sessions, so that its client hears of deploys.
-	listener, err := startServe(ctx, "listener", c.berm, "serve",
-		"--state", c.state, "--root", filepath.Join(work, "cache-listener"))
+	listener, err := start("listener", replicas.Options{State: c.state, Root: filepath.Join(work, "cache-listener"), Stateful: true})
 	if err != nil {
-		return err
-	}
-	procs = append(procs, listener)
-	if err := listener.waitReady(ctx, 2); err != nil {
 		return err
 	}
 	notified, answered, err := deployLatency(ctx, c, onPG[0], listener, echoWasm, kvWasm)
@@ -337,9 +340,9 @@ func load(ctx context.Context, base, tool string, n int, warmup, d time.Duration
 // deployLatency deploys through from's control API, alternating two images
 // under one name so that every deploy changes the tools, and times each to
 // the tools/list_changed that to's client receives.
-func deployLatency(ctx context.Context, c config, from, to *process, images ...string) (notified, answered []time.Duration, err error) {
+func deployLatency(ctx context.Context, c config, from, to *replicas.Replica, images ...string) (notified, answered []time.Duration, err error) {
 	changed := make(chan time.Time, 64)
-	cs, err := connect(ctx, to.url, &mcp.ClientOptions{
+	cs, err := connect(ctx, to.URL, &mcp.ClientOptions{
 		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) { changed <- time.Now() },
 	}, true)
 	if err != nil {
@@ -359,7 +362,7 @@ func deployLatency(ctx context.Context, c config, from, to *process, images ...s
 			<-changed
 		}
 		start := time.Now()
-		if err := putProgram(ctx, from.url, "lat", bodies[i%len(bodies)]); err != nil {
+		if err := from.PutProgram(ctx, "lat", bodies[i%len(bodies)]); err != nil {
 			return nil, nil, err
 		}
 		answered = append(answered, time.Since(start))
@@ -367,7 +370,7 @@ func deployLatency(ctx context.Context, c config, from, to *process, images ...s
 		case at := <-changed:
 			notified = append(notified, at.Sub(start))
 		case <-time.After(10 * time.Second):
-			return nil, nil, fmt.Errorf("deploy %d: no tools/list_changed on %s within 10 s", i+1, to.name)
+			return nil, nil, fmt.Errorf("deploy %d: no tools/list_changed on %s within 10 s", i+1, to.Name)
 		case <-ctx.Done():
 			return nil, nil, ctx.Err()
 		}
@@ -426,224 +429,6 @@ func (s *statements) idleRate(ctx context.Context, d time.Duration) (float64, er
 	return float64(after-before) / d.Seconds(), nil
 }
 
-// process is a server the benchmark started.
-type process struct {
-	name string
-	url  string
-	cmd  *exec.Cmd
-	log  bytes.Buffer // its stdout and stderr
-	mu   sync.Mutex
-	done chan struct{}
-}
-
-func (p *process) logText() string {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.log.String()
-}
-
-func (p *process) stop() {
-	select {
-	case <-p.done:
-		return
-	default:
-	}
-	p.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-p.done:
-	case <-time.After(10 * time.Second):
-		p.cmd.Process.Kill()
-		<-p.done
-	}
-}
-
-func bermEnv() []string {
-	var env []string
-	for _, kv := range os.Environ() {
-		name, _, _ := strings.Cut(kv, "=")
-		switch name {
-		case "BERM_SERVER", "BERM_CONTEXT", "BERM_TOKEN", "BERM_STATE", "BERM_ROOT", "BERM_ADDR":
-			continue
-		}
-		env = append(env, kv)
-	}
-	return env
-}
-
-// runBerm runs the berm CLI with root as its default --root (its
-// compiled-code cache and config when it acts on the database).
-func runBerm(ctx context.Context, bin, root string, args ...string) error {
-	cmd := exec.CommandContext(ctx, bin, args...)
-	cmd.Env = append(bermEnv(), "BERM_ROOT="+root)
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return fmt.Errorf("berm %s: %v\n%s", strings.Join(args, " "), err, out)
-	}
-	return nil
-}
-
-// startServe starts berm serve on a free loopback port and returns once it
-// accepts connections. It logs warnings only: at info it would log every
-// call, which is not what is measured.
-func startServe(ctx context.Context, name, bin string, args ...string) (*process, error) {
-	addr, err := freeAddr()
-	if err != nil {
-		return nil, err
-	}
-	p := &process{name: name, url: "http://" + addr, done: make(chan struct{})}
-	p.cmd = exec.Command(bin, append(args, "--addr", addr, "--log-level", "warn")...)
-	p.cmd.Env = bermEnv()
-	p.cmd.Stdout, p.cmd.Stderr = &lockedWriter{p}, &lockedWriter{p}
-	if err := p.cmd.Start(); err != nil {
-		return nil, err
-	}
-	go func() {
-		p.cmd.Wait()
-		close(p.done)
-	}()
-	if err := p.waitListen(ctx, addr); err != nil {
-		p.stop()
-		return nil, err
-	}
-	return p, nil
-}
-
-// waitListen waits until addr accepts connections, for up to 30 s.
-func (p *process) waitListen(ctx context.Context, addr string) error {
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		conn, err := net.DialTimeout("tcp", addr, time.Second)
-		if err == nil {
-			conn.Close()
-			return nil
-		}
-		select {
-		case <-p.done:
-			return fmt.Errorf("%s exited:\n%s", p.name, p.logText())
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(10 * time.Millisecond):
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("%s does not listen on %s after 30 s:\n%s", p.name, addr, p.logText())
-		}
-	}
-}
-
-// freeAddr is a loopback address whose port was free a moment ago.
-func freeAddr() (string, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", err
-	}
-	defer ln.Close()
-	return ln.Addr().String(), nil
-}
-
-// waitReady waits for /healthz 200 with at least programs served.
-func (p *process) waitReady(ctx context.Context, programs int) error {
-	deadline := time.Now().Add(30 * time.Second)
-	for time.Now().Before(deadline) {
-		resp, err := http.Get(p.url + "/healthz")
-		if err == nil {
-			body, _ := io.ReadAll(resp.Body)
-			resp.Body.Close()
-			var n int
-			if i := bytes.Index(body, []byte(`"programs":`)); i >= 0 {
-				fmt.Sscan(strings.TrimSpace(string(body[i+len(`"programs":`):])), &n)
-			}
-			if resp.StatusCode == http.StatusOK && n >= programs {
-				return nil
-			}
-		}
-		select {
-		case <-p.done:
-			return fmt.Errorf("%s exited:\n%s", p.name, p.logText())
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(20 * time.Millisecond):
-		}
-	}
-	return fmt.Errorf("%s not ready with %d programs within 30 s:\n%s", p.name, programs, p.logText())
-}
-
-// startNginx starts nginx, round robin over replicas, with the settings of
-// deploy/nginx.conf that matter to speed: kept-alive upstream connections,
-// unbuffered streaming, a worker per core.
-func startNginx(ctx context.Context, dir, bin string, replicas []*process) (*process, error) {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, err
-	}
-	addr, err := freeAddr()
-	if err != nil {
-		return nil, err
-	}
-	var upstreams strings.Builder
-	for _, r := range replicas {
-		fmt.Fprintf(&upstreams, "\t\tserver %s max_fails=1 fail_timeout=5s;\n", strings.TrimPrefix(r.url, "http://"))
-	}
-	user := ""
-	if os.Geteuid() == 0 {
-		user = "user root;" // workers as nobody could not enter dir
-	}
-	conf := fmt.Sprintf(`%s
-worker_processes auto;
-pid %[2]s/nginx.pid;
-error_log %[2]s/error.log warn;
-events { worker_connections 4096; }
-http {
-	access_log off;
-	client_body_temp_path %[2]s/body;
-	proxy_temp_path %[2]s/proxy;
-	fastcgi_temp_path %[2]s/fastcgi;
-	uwsgi_temp_path %[2]s/uwsgi;
-	scgi_temp_path %[2]s/scgi;
-	upstream berm {
-%[3]s		keepalive 32;
-	}
-	server {
-		listen %[4]s;
-		location / {
-			proxy_pass http://berm;
-			proxy_http_version 1.1;
-			proxy_set_header Connection "";
-			proxy_set_header Host $http_host;
-			proxy_buffering off;
-			proxy_request_buffering off;
-			proxy_read_timeout 1h;
-		}
-	}
-}
-`, user, dir, upstreams.String(), addr)
-	confPath := filepath.Join(dir, "nginx.conf")
-	if err := os.WriteFile(confPath, []byte(conf), 0o644); err != nil {
-		return nil, err
-	}
-	p := &process{name: "nginx", url: "http://" + addr, done: make(chan struct{})}
-	p.cmd = exec.Command(bin, "-e", filepath.Join(dir, "error.log"), "-p", dir, "-c", confPath, "-g", "daemon off;")
-	p.cmd.Stdout, p.cmd.Stderr = &lockedWriter{p}, &lockedWriter{p}
-	if err := p.cmd.Start(); err != nil {
-		return nil, err
-	}
-	go func() {
-		p.cmd.Wait()
-		close(p.done)
-	}()
-	if err := p.waitListen(ctx, addr); err != nil {
-		logs, _ := os.ReadFile(filepath.Join(dir, "error.log"))
-		p.stop()
-		return nil, fmt.Errorf("%w\n%s", err, logs)
-	}
-	return p, nil
-}
-
-type lockedWriter struct{ p *process }
-
-func (w *lockedWriter) Write(b []byte) (int, error) {
-	w.p.mu.Lock()
-	defer w.p.mu.Unlock()
-	return w.p.log.Write(b)
-}
-
 // connect opens an MCP session at base; standalone opens the stream of
 // server-initiated messages, which a stateless replica does not serve.
 func connect(ctx context.Context, base string, opts *mcp.ClientOptions, standalone bool) (*mcp.ClientSession, error) {
@@ -670,24 +455,6 @@ func callOnce(ctx context.Context, base, tool string, args any) error {
 		err = fmt.Errorf("tool error: %v", res.Content)
 	}
 	return err
-}
-
-func putProgram(ctx context.Context, base, name string, image []byte) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPut, base+"/v1/programs/"+name, bytes.NewReader(image))
-	if err != nil {
-		return err
-	}
-	req.Header.Set("Content-Type", "application/wasm")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	body, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("PUT %s/v1/programs/%s: %s: %s", base, name, resp.Status, body)
-	}
-	return nil
 }
 
 func pick(fs []figures, f func(figures) float64) []float64 {
@@ -722,10 +489,10 @@ func us(d time.Duration) string { return fmt.Sprintf("%.0f µs", float64(d.Nanos
 // from /proc (Linux; 0 elsewhere), in clock ticks of 10 ms: a measure of
 // seconds of calls is long enough for them. Unlike calls per second, it
 // holds up when other work shares the cores.
-func cpuTime(ps []*process) time.Duration {
+func cpuTime(rs []*replicas.Replica) time.Duration {
 	var total time.Duration
-	for _, p := range ps {
-		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", p.cmd.Process.Pid))
+	for _, r := range rs {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", r.Pid()))
 		if err != nil {
 			continue
 		}
