@@ -506,8 +506,9 @@ func testRacingDeployers(t *testing.T, open func() store.State) {
 }
 
 // testChanges: a state whose Changes is not nil tells of another handle's
-// deploys and removals, within the second that the issue asks with some
-// room; nil says that only reading the deployments again tells.
+// deploys and removals; nil says that only reading the deployments again
+// tells. The bound is loose (a loaded CI must not fail it by chance): the
+// second that the issue asks is the benchmark's to measure.
 func testChanges(t *testing.T, open func() store.State) {
 	s, other := open(), open()
 	changes := s.Changes()
@@ -531,8 +532,8 @@ func testChanges(t *testing.T, open func() store.State) {
 		}
 		select {
 		case <-changes:
-		case <-time.After(2 * time.Second):
-			t.Fatalf("no change received within 2s of %s through another handle", what)
+		case <-time.After(5 * time.Second):
+			t.Fatalf("no change received within 5s of %s through another handle", what)
 		}
 	}
 	wait("a deploy", func() error { return other.Deploy(store.Deployment{Name: "p", Digest: digest}) })
