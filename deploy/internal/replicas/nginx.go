@@ -30,6 +30,8 @@ type NginxOptions struct {
 	Upstreams []string
 	// Fast takes the settings of deploy/nginx.conf that matter to speed:
 	// kept-alive upstream connections, a worker per core, no access log.
+	// Its workers are the one thing that can outlive the program that
+	// started nginx, when that program is killed with no chance to Stop it.
 	// Without it nginx keeps no idle upstream connection: a killed
 	// replica's kept-alive connections would make the first requests after
 	// the kill fail for a reason that is nginx's, not berm's; a fresh
@@ -124,8 +126,11 @@ func nginxConf(dir, addr string, opts NginxOptions) string {
 		// directories.
 		user = "user root;"
 	}
-	// The test's settings, then the benchmark's.
-	workers, connections := "1", "1024"
+	// The test's settings, then the benchmark's. The test's nginx is one
+	// process (master_process off): the kernel's SIGKILL at the test
+	// binary's death reaches it, where a worker, forked without the
+	// parent-death signal, would outlive it holding the port.
+	workers, connections := "1;\nmaster_process off", "1024"
 	accessLog := "log_format upstream '$request $status $upstream_addr $upstream_status';\n\taccess_log " + dir + "/access.log upstream;"
 	server, keepalive := "", ""
 	location := "add_header " + UpstreamHeader + " $upstream_addr always;"

@@ -9,9 +9,10 @@
 //	lb, err := replicas.StartNginx(replicas.NginxOptions{Dir: dir2, Upstreams: []string{r.Addr()}})
 //	defer lb.Stop()
 //
-// Every process runs in a process group of its own and gets SIGKILL when
-// the program that started it dies, so that none outlives a test binary
-// killed by go test's timeout, holding its port.
+// Every process runs in a process group of its own, which Stop and Kill end
+// whole, and gets SIGKILL when the program that started it dies, so that
+// none outlives a test binary killed by go test's timeout, holding its port
+// (NginxOptions.Fast's workers aside).
 package replicas
 
 import (
