@@ -141,7 +141,11 @@ func TestDeployOnOneReplicaReachesTheOthers(t *testing.T) {
 		seen := make([]time.Time, len(step.on))
 		errs := make([]error, len(step.on))
 		for i, cl := range step.on {
-			wg.Go(func() { seen[i], errs[i] = waitListed(ctx, cl, step.tool, step.listed, acked.Add(reachBound)) })
+			wg.Go(func() {
+				if seen[i], errs[i] = waitListed(ctx, cl, step.tool, step.listed, acked.Add(reachBound)); errs[i] != nil {
+					errs[i] = fmt.Errorf("client %d: %w", i, errs[i])
+				}
+			})
 		}
 		wg.Wait()
 		if err := errors.Join(errs...); err != nil {
