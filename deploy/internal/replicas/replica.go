@@ -278,12 +278,6 @@ func (r *Replica) PutProgram(ctx context.Context, name string, image []byte) err
 	return r.control(ctx, http.MethodPut, name, image)
 }
 
-// DeleteProgram removes a program through the replica's control API, as
-// `berm rm --server` does.
-func (r *Replica) DeleteProgram(ctx context.Context, name string) error {
-	return r.control(ctx, http.MethodDelete, name, nil)
-}
-
 func (r *Replica) control(ctx context.Context, method, name string, image []byte) error {
 	var body io.Reader
 	if image != nil {
@@ -302,8 +296,7 @@ func (r *Replica) control(ctx context.Context, method, name string, image []byte
 	}
 	defer resp.Body.Close()
 	answer, _ := io.ReadAll(resp.Body)
-	// PUT answers 200 with the deployment, DELETE 200 or 204.
-	if resp.StatusCode != http.StatusOK && (method != http.MethodDelete || resp.StatusCode != http.StatusNoContent) {
+	if resp.StatusCode != http.StatusOK {
 		return fmt.Errorf("%s %s/v1/programs/%s: %s: %s", method, r.URL, name, resp.Status, answer)
 	}
 	return nil
