@@ -333,15 +333,33 @@ func (s *Store) removeData(program string) error {
 	if err != nil {
 		return fmt.Errorf("data of %s: %w", program, err)
 	}
-	// The lock file goes with the directory while locked: a writer waiting
-	// on it finds, once it has it, that it is no longer the one at its path,
-	// and starts over on a new directory.
-	err = os.RemoveAll(dir)
-	l.unlock()
-	if err != nil {
-		// Where an open file cannot be removed (Windows), once more now
-		// that the lock file is closed.
+	// The directory is renamed out of the way while locked, then removed. A
+	// writer waiting on the lock file finds, once it has it, that it is no
+	// longer the one at its path, and starts over on a new directory; one
+	// that opens the path after the rename makes that new directory. Removed
+	// in place instead, a writer could create a lock file in the directory
+	// while it is being emptied, and write into it as it goes. A kill
+	// between the two leaves a .tmp- directory for CollectTemp.
+	gone := filepath.Join(s.root, dataDir, fmt.Sprintf("%sremoved-%s-%x", tmpPrefix, program, rand.Uint64()))
+	if err = os.Rename(dir, gone); err == nil {
+		l.unlock()
+		// A writer whose path walk passed the directory just before the
+		// rename may still create a lock file in it, and then starts over
+		// on the new one: the removal is tried again once that is gone.
+		for range 3 {
+			if err = os.RemoveAll(gone); err == nil {
+				break
+			}
+		}
+	} else {
+		// Where a directory with an open file cannot be renamed
+		// (Windows): removed in place, then once more now that the lock
+		// file is closed.
 		err = os.RemoveAll(dir)
+		l.unlock()
+		if err != nil {
+			err = os.RemoveAll(dir)
+		}
 	}
 	if err != nil {
 		return fmt.Errorf("data of %s: %w", program, err)
@@ -366,6 +384,9 @@ func lockData(dir string, create bool) (*dataLock, error) {
 			}
 		}
 		f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
+		if create && errors.Is(err, fs.ErrNotExist) {
+			continue // a Remove took the directory since MkdirAll: make it again
+		}
 		if err != nil {
 			return nil, err
 		}

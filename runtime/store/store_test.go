@@ -306,15 +306,20 @@ func TestCollectTemp(t *testing.T) {
 	if err := os.Chtimes(filepath.Join(s.Root(), "cache", "repair-9"), old, old); err != nil {
 		t.Fatal(err)
 	}
+	// A program's data that a killed Remove had renamed away.
+	write(filepath.Join(s.Root(), "data", ".tmp-removed-q-1", strings.Repeat("cd", 32)), 50, old)
+	if err := os.Chtimes(filepath.Join(s.Root(), "data", ".tmp-removed-q-1"), old, old); err != nil {
+		t.Fatal(err)
+	}
 	value := make([]byte, 3*store.BlockSize)
 	if err := s.Set("p", []byte("k"), value); !errors.Is(err, store.ErrQuota) {
 		t.Fatalf("Set past a temporary file: %v, want ErrQuota", err)
 	}
 	files, bytes, err := s.CollectTemp(time.Hour)
-	if err != nil || files != 5 || bytes != int64(100+10+big+20) {
-		t.Fatalf("CollectTemp = %d, %d, %v; want 5, %d", files, bytes, err, 100+10+big+20)
+	if err != nil || files != 6 || bytes != int64(100+10+big+20+50) {
+		t.Fatalf("CollectTemp = %d, %d, %v; want 6, %d", files, bytes, err, 100+10+big+20+50)
 	}
-	for _, path := range []string{"cache/wazero-v1/" + key + ".123.tmp", "cache/repair-9"} {
+	for _, path := range []string{"cache/wazero-v1/" + key + ".123.tmp", "cache/repair-9", "data/.tmp-removed-q-1"} {
 		if _, err := os.Stat(filepath.Join(s.Root(), path)); err == nil {
 			t.Errorf("%s: not collected", path)
 		}

@@ -38,7 +38,11 @@ func (s *Store) CollectTemp(olderThan time.Duration) (files int, bytes int64, er
 	for _, e := range entries {
 		// IsDir is false for a symbolic link: none is followed out of the
 		// root, and only directories a program could have are looked in.
-		if e.IsDir() && manifest.CheckProgramName(e.Name()) == nil {
+		switch {
+		case e.IsDir() && isTemp(e.Name()):
+			// A program's data that a killed Remove renamed away.
+			add(collectRemoved(filepath.Join(s.root, dataDir, e.Name()), cutoff))
+		case e.IsDir() && manifest.CheckProgramName(e.Name()) == nil:
 			add(s.collectData(e.Name(), cutoff))
 		}
 	}
@@ -147,4 +151,24 @@ func collectDir(dir string, cutoff time.Time, match func(name string) bool) (fil
 		bytes += info.Size()
 	}
 	return files, bytes, first
+}
+
+// collectRemoved removes a directory that a Remove renamed away and did not
+// finish removing, once it is older than cutoff (a Remove in progress is
+// younger), counting its files.
+func collectRemoved(dir string, cutoff time.Time) (files int, bytes int64, err error) {
+	info, err := os.Lstat(dir)
+	if err != nil || !info.IsDir() || info.ModTime().After(cutoff) {
+		return 0, 0, nil
+	}
+	filepath.WalkDir(dir, func(_ string, d fs.DirEntry, err error) error {
+		if err == nil && d.Type().IsRegular() {
+			if fi, err := d.Info(); err == nil {
+				files++
+				bytes += fi.Size()
+			}
+		}
+		return nil
+	})
+	return files, bytes, os.RemoveAll(dir)
 }
