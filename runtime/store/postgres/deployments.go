@@ -1,6 +1,7 @@
 package postgres
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -81,8 +82,12 @@ func (r *row) deployment() (store.Deployment, error) {
 	}
 	d := store.Deployment{Name: r.name, Digest: r.digest, Source: r.source, Deployed: r.deployed.UTC()}
 	if r.grants != nil {
+		// A field this berm does not know may be a grant it would not
+		// enforce: the row is refused, not read in part.
 		var g *sandbox.Grants
-		if err := json.Unmarshal(r.grants, &g); err != nil {
+		dec := json.NewDecoder(bytes.NewReader(r.grants))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&g); err != nil {
 			return store.Deployment{}, fmt.Errorf("deployment %q: grants: %w: %w", r.name, store.ErrDamaged, err)
 		}
 		d.Grants = g

@@ -241,6 +241,22 @@ CREATE TRIGGER berm_deployments_notify_truncate
 	AFTER TRUNCATE ON berm_deployments
 	FOR EACH STATEMENT EXECUTE FUNCTION berm_deployments_notify();
 `,
+	// Step 3: the functions resolve names in pg_catalog and their own schema
+	// only, whatever the caller's search_path: otherwise a role that may
+	// create objects in a schema earlier on it could put its own
+	// berm_data or berm_charge under them (CVE-2018-1058). A step that adds
+	// a function pins it likewise.
+	`
+DO $$
+DECLARE f regprocedure;
+BEGIN
+	FOR f IN SELECT p.oid::regprocedure FROM pg_proc p
+		WHERE p.proname LIKE 'berm\_%' AND p.pronamespace = current_schema()::regnamespace
+	LOOP
+		EXECUTE format('ALTER FUNCTION %s SET search_path = pg_catalog, %I', f, current_schema());
+	END LOOP;
+END $$;
+`,
 }
 
 // migrate applies the steps the database lacks, in one transaction under the

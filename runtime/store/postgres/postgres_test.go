@@ -87,6 +87,7 @@ func TestDamagedRows(t *testing.T) {
 		{"bad-digest", "md5:abc", "null"},
 		{"bad-grants", digest, `{"hosts": 5}`},
 		{"grants-not-object", digest, `[1, 2]`},
+		{"grants-unknown-field", digest, `{"dirs": [], "root": true}`},
 	} {
 		exec(t, url, `INSERT INTO berm_deployments (name, digest, grants) VALUES ($1, $2, $3::jsonb)`, r.name, r.digest, r.grants)
 	}
@@ -105,10 +106,10 @@ func TestDamagedRows(t *testing.T) {
 			t.Errorf("damaged %q: %v does not wrap ErrDamaged", d.Name, d.Err)
 		}
 	}
-	if got, want := strings.Join(names, ","), "Bad Name,bad-digest,bad-grants,grants-not-object"; got != want {
+	if got, want := strings.Join(names, ","), "Bad Name,bad-digest,bad-grants,grants-not-object,grants-unknown-field"; got != want {
 		t.Errorf("damaged = %s, want %s", got, want)
 	}
-	for _, name := range []string{"bad-digest", "bad-grants", "grants-not-object"} {
+	for _, name := range []string{"bad-digest", "bad-grants", "grants-not-object", "grants-unknown-field"} {
 		if _, err := s.Deployment(name); !errors.Is(err, store.ErrDamaged) {
 			t.Errorf("Deployment(%s) = %v, want ErrDamaged", name, err)
 		}
@@ -547,5 +548,39 @@ func TestMalformedURL(t *testing.T) {
 		if msg := err.Error(); strings.Contains(msg, "s3cret-pw") || !strings.Contains(msg, "URL") {
 			t.Errorf("Open(%s) = %q, want a malformed URL error without the password", url, msg)
 		}
+	}
+}
+
+// TestFunctionsPinSearchPath: every berm_ function resolves names in
+// pg_catalog and its own schema, whatever the caller's search_path.
+func TestFunctionsPinSearchPath(t *testing.T) {
+	url := pgtest.URL(t)
+	open(t, url)
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	rows, err := conn.Query(ctx, `SELECT proname, coalesce(array_to_string(proconfig, ','), '') FROM pg_proc WHERE proname LIKE 'berm\_%'`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for rows.Next() {
+		var name, config string
+		if err := rows.Scan(&name, &config); err != nil {
+			t.Fatal(err)
+		}
+		n++
+		if config != "search_path=pg_catalog, public" {
+			t.Errorf("%s: config %q, want its search_path pinned to pg_catalog, public", name, config)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if n < 5 {
+		t.Errorf("%d berm_ functions, want at least 5", n)
 	}
 }
