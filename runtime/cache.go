@@ -12,6 +12,7 @@ import (
 	"github.com/tetratelabs/wazero"
 
 	"github.com/berm-dev/berm/manifest"
+	"github.com/berm-dev/berm/runtime/transform"
 )
 
 // compile compiles an image, from the on-disk cache when it holds it. An
@@ -26,7 +27,16 @@ import (
 // directory: if that fails too, the image itself is at fault. Otherwise the
 // scratch cache now holds exactly one entry, under the very key the damaged
 // one has: move it over the damaged one and compile again.
-func (r *Runtime) compile(ctx context.Context, image []byte) (wazero.CompiledModule, error) {
+//
+// It returns the wazero runtime that compiled the image and, when
+// transform.Deadline rewrote it, the names of what the rewrite exports.
+func (r *Runtime) compile(ctx context.Context, image []byte) (_ wazero.CompiledModule, _ *wazeroRuntime, stoppable transform.Stoppable, _ error) {
+	compiled, wz, err := r.compileStoppable(ctx, image, &stoppable)
+	stoppable.Module = nil // no need to hold the bytes
+	return compiled, wz, stoppable, err
+}
+
+func (r *Runtime) compileStoppable(ctx context.Context, image []byte, stoppable *transform.Stoppable) (wazero.CompiledModule, *wazeroRuntime, error) {
 	start, snap := r.startCompile()
 	// What is compiled is the same program with its data segments merged,
 	// which instantiates several times faster for Go's tens of thousands
@@ -35,26 +45,38 @@ func (r *Runtime) compile(ctx context.Context, image []byte) (wazero.CompiledMod
 	// And with a maximum on every table that declares none, which table.grow
 	// could otherwise take to 2^32-1 entries of the host's memory (tables.go).
 	image = boundTables(image, DefaultMaxTableEntries)
-	compiled, err := r.wz.CompileModule(ctx, image)
+	// And so that its calls stop at their deadline for the cost of a load
+	// and a branch at each loop (transform.Deadline). A module the transform
+	// does not rewrite goes to the plain runtime, whose wazero checks the
+	// deadline itself: slower, never unstoppable.
+	wz := r.wz
+	if wz != r.plain {
+		if s, err := transform.Deadline(image); err == nil {
+			*stoppable, image = s, s.Module
+		} else if wz, err = r.plainRuntime(ctx); err != nil {
+			return nil, nil, err
+		}
+	}
+	compiled, err := wz.CompileModule(ctx, image)
 	switch {
 	case err == nil:
 		r.observeCompile(start, snap, false)
-		return compiled, nil
+		return compiled, wz, nil
 	case hostFault(err):
-		return nil, fmt.Errorf("compile: %w: %w", ErrHost, err)
+		return nil, nil, fmt.Errorf("compile: %w: %w", ErrHost, err)
 	case r.cacheDir == "":
-		return nil, fmt.Errorf("compile: %w: %w", err, manifest.ErrInvalid)
+		return nil, nil, fmt.Errorf("compile: %w: %w", err, manifest.ErrInvalid)
 	}
-	if err := r.repairCache(ctx, image); err != nil {
-		return nil, err
+	if err := r.repairCache(ctx, wz.config, image); err != nil {
+		return nil, nil, err
 	}
-	compiled, err = r.wz.CompileModule(ctx, image)
+	compiled, err = wz.CompileModule(ctx, image)
 	if err != nil {
 		// The image compiled in the scratch runtime: this is the cache's doing.
-		return nil, fmt.Errorf("compile: compilation cache: %w: %w", ErrHost, err)
+		return nil, nil, fmt.Errorf("compile: compilation cache: %w: %w", ErrHost, err)
 	}
 	r.observeCompile(start, snap, true)
-	return compiled, nil
+	return compiled, wz, nil
 }
 
 // hostFault reports whether err is the system's: a file, a directory, a
@@ -73,7 +95,7 @@ func hostFault(err error) bool {
 // repairCache recompiles image into a scratch cache and moves the entry over
 // the damaged one. Its errors are the image's (manifest.ErrInvalid) or the
 // host's (ErrHost).
-func (r *Runtime) repairCache(ctx context.Context, image []byte) error {
+func (r *Runtime) repairCache(ctx context.Context, config wazero.RuntimeConfig, image []byte) error {
 	scratchDir, err := os.MkdirTemp(r.cacheDir, "repair-")
 	if err != nil {
 		return fmt.Errorf("compilation cache: %w: %w", ErrHost, err)
@@ -83,7 +105,7 @@ func (r *Runtime) repairCache(ctx context.Context, image []byte) error {
 	if err != nil {
 		return fmt.Errorf("compilation cache: %w: %w", ErrHost, err)
 	}
-	scratch := wazero.NewRuntimeWithConfig(ctx, r.wzConfig.WithCompilationCache(cache))
+	scratch := wazero.NewRuntimeWithConfig(ctx, config.WithCompilationCache(cache))
 	defer scratch.Close(ctx)
 	compiled, err := scratch.CompileModule(ctx, image)
 	if err != nil {

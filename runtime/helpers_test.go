@@ -19,6 +19,15 @@ func newRuntime(tb testing.TB, opts *runtime.Options) *runtime.Runtime {
 func newRuntimeDepth(tb testing.TB, depth int, syscalls []runtime.Syscall, opts *runtime.Options) *runtime.Runtime {
 	tb.Helper()
 	ctx := context.Background()
+	// BERM_PLAIN=1 runs every test on the plain path of deadlines.
+	if os.Getenv("BERM_PLAIN") == "1" {
+		o := runtime.Options{}
+		if opts != nil {
+			o = *opts
+		}
+		o.PlainDeadlines = true
+		opts = &o
+	}
 	rt, err := runtime.New(ctx, depth, syscalls, opts)
 	if err != nil {
 		tb.Fatal(err)

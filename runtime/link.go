@@ -37,7 +37,7 @@ func (r *Runtime) link(ctx context.Context, p *Program) error {
 	}
 	own := map[string]api.Module{}
 	for _, name := range order {
-		b := r.wz.NewHostModuleBuilder(name)
+		b := p.wz.NewHostModuleBuilder(name)
 		if hm := r.hostModules[name]; hm != nil {
 			hm.Export(b)
 		}
@@ -50,7 +50,7 @@ func (r *Runtime) link(ctx context.Context, p *Program) error {
 		if err != nil {
 			return fmt.Errorf("link %s: %w", name, err)
 		}
-		m, err := r.wz.InstantiateModule(ctx, compiled, wazero.NewModuleConfig().WithName(""))
+		m, err := p.wz.InstantiateModule(ctx, compiled, wazero.NewModuleConfig().WithName(""))
 		if err != nil {
 			return fmt.Errorf("link %s: %w", name, err)
 		}

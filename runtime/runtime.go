@@ -132,13 +132,25 @@ type Options struct {
 	HostError func(ctx context.Context, program, tool string, err error)
 	// Observer receives compile and instantiate times, for metrics.
 	Observer Observer
+	// PlainDeadlines compiles every program as it is, and has wazero check
+	// the deadline at every loop header (WithCloseOnContextDone): the way
+	// berm stopped programs before transform.Deadline, many times slower in
+	// a compute loop, kept so that the two can be tested against each other.
+	PlainDeadlines bool
 }
 
 // Runtime deploys programs and calls their tools. One wazero runtime
 // compiles every program once; each call instantiates it anew.
 type Runtime struct {
-	wz           wazero.Runtime
-	wzConfig     wazero.RuntimeConfig
+	// wz compiles what transform.Deadline rewrote, and stops it by the
+	// global the rewrite adds; plain compiles modules as they are, and
+	// closes them when their context is done. They are one and the same
+	// with Options.PlainDeadlines; otherwise plain is made when a module
+	// the transform does not rewrite first needs it.
+	wz           *wazeroRuntime
+	plain        *wazeroRuntime
+	plainMu      sync.Mutex
+	imports      []HostModule
 	cacheDir     string
 	modConfig    wazero.ModuleConfig
 	limits       Limits
@@ -159,6 +171,13 @@ type Runtime struct {
 type hostModule struct {
 	HostModule
 	funcs map[string]api.FunctionDefinition
+}
+
+// wazeroRuntime is a wazero runtime with the berm module and the host's
+// tables instantiated in it.
+type wazeroRuntime struct {
+	wazero.Runtime
+	config wazero.RuntimeConfig // without the compilation cache
 }
 
 // New returns a runtime whose programs may nest berm.call up to maxCallDepth
@@ -201,18 +220,7 @@ func New(ctx context.Context, maxCallDepth int, syscalls []Syscall, opts *Option
 	}
 	r.budget.limit = r.limits.TotalMemory
 	r.regions.size = pages * PageSize
-	r.wzConfig = wazero.NewRuntimeConfig().
-		WithCloseOnContextDone(true).
-		WithMemoryLimitPages(uint32(pages))
-	cfg := r.wzConfig
-	if r.cacheDir != "" {
-		cache, err := wazero.NewCompilationCacheWithDir(r.cacheDir)
-		if err != nil {
-			return nil, fmt.Errorf("compilation cache: %w: %w", ErrHost, err)
-		}
-		cfg = cfg.WithCompilationCache(cache)
-	}
-	r.wz = wazero.NewRuntimeWithConfig(ctx, cfg)
+	r.imports = opts.Imports
 	base := opts.ModuleConfig
 	if base == nil {
 		// wazero seeds a deterministic random source for every instance
@@ -220,8 +228,33 @@ func New(ctx context.Context, maxCallDepth int, syscalls []Syscall, opts *Option
 		base = wazero.NewModuleConfig().WithRandSource(rand.Reader)
 	}
 	r.modConfig = base.WithName("").WithStartFunctions()
+	wz, err := r.newWazero(ctx, opts.PlainDeadlines)
+	if err != nil {
+		return nil, err
+	}
+	r.wz = wz
+	if opts.PlainDeadlines {
+		r.plain = wz
+	}
+	return r, nil
+}
 
-	_, err := r.wz.NewHostModuleBuilder("berm").
+// newWazero makes a wazero runtime and instantiates in it the berm module
+// and the host's tables. closeOnDone is for modules compiled as they are.
+func (r *Runtime) newWazero(ctx context.Context, closeOnDone bool) (*wazeroRuntime, error) {
+	config := wazero.NewRuntimeConfig().
+		WithCloseOnContextDone(closeOnDone).
+		WithMemoryLimitPages(uint32(r.limits.Memory / PageSize))
+	cfg := config
+	if r.cacheDir != "" {
+		cache, err := wazero.NewCompilationCacheWithDir(r.cacheDir)
+		if err != nil {
+			return nil, fmt.Errorf("compilation cache: %w: %w", ErrHost, err)
+		}
+		cfg = cfg.WithCompilationCache(cache)
+	}
+	wz := &wazeroRuntime{Runtime: wazero.NewRuntimeWithConfig(ctx, cfg), config: config}
+	_, err := wz.NewHostModuleBuilder("berm").
 		NewFunctionBuilder().
 		WithGoModuleFunction(api.GoModuleFunc(r.dispatch),
 			[]api.ValueType{api.ValueTypeI64, api.ValueTypeI32, api.ValueTypeI32},
@@ -230,36 +263,62 @@ func New(ctx context.Context, maxCallDepth int, syscalls []Syscall, opts *Option
 		Export("syscall").
 		Instantiate(ctx)
 	if err != nil {
-		r.wz.Close(ctx)
+		wz.Close(ctx)
 		return nil, err
 	}
-	for _, hm := range opts.Imports {
-		if err := r.addHostModule(ctx, hm); err != nil {
-			r.wz.Close(ctx)
+	seen := map[string]bool{}
+	for _, hm := range r.imports {
+		if err := r.addHostModule(ctx, wz, hm, seen); err != nil {
+			wz.Close(ctx)
 			return nil, err
 		}
 	}
-	return r, nil
+	return wz, nil
 }
 
-func (r *Runtime) addHostModule(ctx context.Context, hm HostModule) error {
+func (r *Runtime) addHostModule(ctx context.Context, wz *wazeroRuntime, hm HostModule, seen map[string]bool) error {
 	if hm.Name == "berm" {
 		return errors.New("host module berm: that name is the ABI's own")
 	}
-	if _, dup := r.hostModules[hm.Name]; dup {
+	if seen[hm.Name] {
 		return fmt.Errorf("host module %s: given twice", hm.Name)
 	}
-	b := r.wz.NewHostModuleBuilder(hm.Name)
+	seen[hm.Name] = true
+	b := wz.NewHostModuleBuilder(hm.Name)
 	hm.Export(b)
 	compiled, err := b.Compile(ctx)
 	if err != nil {
 		return fmt.Errorf("host module %s: %w", hm.Name, err)
 	}
-	if _, err := r.wz.InstantiateModule(ctx, compiled, wazero.NewModuleConfig().WithName(hm.Name)); err != nil {
+	if _, err := wz.InstantiateModule(ctx, compiled, wazero.NewModuleConfig().WithName(hm.Name)); err != nil {
 		return fmt.Errorf("host module %s: %w", hm.Name, err)
 	}
-	r.hostModules[hm.Name] = &hostModule{HostModule: hm, funcs: compiled.ExportedFunctions()}
+	if r.hostModules[hm.Name] == nil {
+		r.hostModules[hm.Name] = &hostModule{HostModule: hm, funcs: compiled.ExportedFunctions()}
+	}
 	return nil
+}
+
+// plainRuntime returns the runtime for modules compiled as they are,
+// making it on first use.
+func (r *Runtime) plainRuntime(ctx context.Context) (*wazeroRuntime, error) {
+	r.plainMu.Lock()
+	defer r.plainMu.Unlock()
+	if r.plain != nil {
+		return r.plain, nil
+	}
+	r.mu.RLock()
+	closed := r.closed
+	r.mu.RUnlock()
+	if closed {
+		return nil, ErrClosed
+	}
+	wz, err := r.newWazero(ctx, true)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrHost, err)
+	}
+	r.plain = wz
+	return wz, nil
 }
 
 // Close closes every program and the wazero runtime; calls in flight end.
@@ -269,6 +328,11 @@ func (r *Runtime) Close(ctx context.Context) error {
 	r.programs = map[string]*Program{}
 	r.mu.Unlock()
 	err := r.wz.Close(ctx)
+	r.plainMu.Lock()
+	if r.plain != nil && r.plain != r.wz {
+		err = errors.Join(err, r.plain.Close(ctx))
+	}
+	r.plainMu.Unlock()
 	r.regions.close()
 	return err
 }
@@ -315,6 +379,11 @@ type Program struct {
 	mounts  []io.Closer // the granted directories, closed with it
 	hostEnv bool        // an environment variable is read at each call
 	wasi    bool        // it imports WASI: its stdout and stderr are logged
+
+	wz *wazeroRuntime // the one that compiled it
+	// stop and start are the exports transform.Deadline added, when it
+	// rewrote the module: the stop global, and the start function.
+	stop, start string
 
 	inflight  atomic.Int64
 	retired   atomic.Bool
@@ -376,7 +445,7 @@ func (r *Runtime) Prepare(ctx context.Context, name string, image []byte, grants
 	if err := grants.Check(); err != nil {
 		return nil, err
 	}
-	compiled, err := r.compile(ctx, image)
+	compiled, wz, stoppable, err := r.compile(ctx, image)
 	if err != nil {
 		return nil, err
 	}
@@ -386,6 +455,9 @@ func (r *Runtime) Prepare(ctx context.Context, name string, image []byte, grants
 		Size:      len(image),
 		Manifest:  m,
 		compiled:  compiled,
+		wz:        wz,
+		stop:      stoppable.Stop,
+		start:     stoppable.Start,
 		minMemory: m.MemoryPages * PageSize,
 		table:     r.table(m),
 	}
@@ -635,12 +707,29 @@ func (r *Runtime) run(ctx context.Context, c *Call, t *manifest.Tool) (err error
 	if r.observer.Instantiate != nil {
 		start = time.Now()
 	}
-	mod, err := r.wz.InstantiateModule(ctx, c.program.compiled, c.program.instanceConfig(ctx, c))
+	mod, err := c.program.wz.InstantiateModule(ctx, c.program.compiled, c.program.instanceConfig(ctx, c))
 	defer c.flushOutput()
 	if err != nil {
 		return err
 	}
 	defer mod.Close(context.Background())
+	if c.program.stop != "" {
+		// Stop the instance when the call's context is done. The nested
+		// calls share the context: each of their instances is stopped too.
+		//
+		// Set writes the global from the timer's goroutine while compiled
+		// code reads it in another: one aligned 8-byte store, seen at the
+		// next test of it. The race detector cannot see the compiled
+		// code's reads, and the global outlives the instance, so a Set
+		// after the call ended writes to nothing anyone reads.
+		stop := mod.ExportedGlobal(c.program.stop).(api.MutableGlobal)
+		defer context.AfterFunc(ctx, func() { stop.Set(1) })()
+		if c.program.start != "" {
+			if _, err := mod.ExportedFunction(c.program.start).Call(ctx); err != nil {
+				return fmt.Errorf("start function: %w", err)
+			}
+		}
+	}
 	if c.program.Manifest.Initialize {
 		c.initializing = true
 		if _, err := mod.ExportedFunction("_initialize").Call(ctx); err != nil {
@@ -667,7 +756,8 @@ func (r *Runtime) hostError(ctx context.Context, full string, err error) error {
 		return r.deadlineError(full)
 	case errors.As(err, &exit) && exit.ExitCode() == sys.ExitCodeDeadlineExceeded:
 		return r.deadlineError(full)
-	case errors.As(err, &exit) && exit.ExitCode() == sys.ExitCodeContextCanceled:
+	case errors.As(err, &exit) && exit.ExitCode() == sys.ExitCodeContextCanceled,
+		errors.Is(ctx.Err(), context.Canceled): // stopped by transform.Deadline's global
 		return fmt.Errorf("%s: canceled: %w", full, context.Canceled)
 	case errors.As(err, &exit):
 		return fmt.Errorf("%s: %w: it exited with code %d", full, ErrTrap, exit.ExitCode())

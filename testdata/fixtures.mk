@@ -31,11 +31,15 @@ BROKEN_ODD = not_wasm component truncated no_section two_sections not_utf8
 PACKAGE_FIXTURES = $(patsubst %.wat,%.wasm,$(wildcard runtime/testdata/*.wat runtime/host/testdata/*.wat \
 	runtime/transform/testdata/*.wat mcpserve/testdata/*.wat))
 
+# The compute kernel in C that runtime/'s deadline tests and benchmark run,
+# built by its own script with clang for wasm32, as examples/wc is.
+KERNEL = runtime/testdata/kernel/kernel.wasm
+
 FIXTURE_IMAGES = $(FIXTURES:%=testdata/%.wasm) \
 	$(BROKEN_MODULE:%=testdata/broken/%.wasm) \
 	$(BROKEN_MANIFEST:%=testdata/broken/%.wasm) \
 	$(BROKEN_ODD:%=testdata/broken/%.wasm) \
-	$(PACKAGE_FIXTURES)
+	$(PACKAGE_FIXTURES) $(KERNEL)
 
 # FIXTURE_OUT, when set, is a directory (ending in /) the images are written
 # under instead of in place: check-fixtures builds them there to compare.
@@ -78,6 +82,10 @@ $(O)%.wasm: %.wat %.abi.json $(IMAGE_DEPS)
 $(BROKEN_MANIFEST:%=$(O)testdata/broken/%.wasm): $(O)testdata/broken/%.wasm: \
 		testdata/broken/base.wat testdata/broken/%.abi.json $(IMAGE_DEPS)
 	$(call image,$<,$(word 2,$^))
+
+$(O)$(KERNEL): runtime/testdata/kernel/kernel.c runtime/testdata/kernel/kernel.abi.json \
+		runtime/testdata/kernel/build.sh sdk/c/berm.h $(IMAGE_DEPS)
+	GO='$(GO)' sh runtime/testdata/kernel/build.sh $@
 
 # not_wasm: a text file, whatever its name says.
 $(O)testdata/broken/not_wasm.wasm: testdata/fixtures.mk

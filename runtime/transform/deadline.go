@@ -11,7 +11,16 @@ import (
 
 // Version names what Deadline writes: a cache of its output keys by it, and
 // it changes whenever the output for some module would.
-const Version = 1
+const Version = 2
+
+// Period is how many loop headers and function entries pass between two
+// ticks. A tick leaves compiled code for Go (by memory.grow 0, the one
+// instruction wazero always runs in Go), where the goroutine can be
+// preempted: without it a program in a loop would hold its thread past every
+// timer and every garbage collection's stop of the world, and so the process.
+// At a tick the program reads the stop global. Two ticks are some
+// microseconds apart, and one costs about a hundred nanoseconds.
+const Period = 1 << 14
 
 // Reserved export names. A module that exports one already gets a suffix,
 // so that no program can take the name from the host.
@@ -25,12 +34,13 @@ const (
 // is on the plain path.
 var ErrUnsupported = errors.New("transform: module not rewritten")
 
+var errNoMemory = errors.New("no memory to grow by 0")
+
 // Stoppable is a module rewritten by Deadline.
 type Stoppable struct {
 	Module []byte
 	// Stop is the export name of the mutable i32 global that stops the
-	// program: set to 1, it traps on unreachable at the next loop header or
-	// entry of a function that calls another.
+	// program: set to 1, it traps on unreachable at the next tick.
 	Stop string
 	// Start is the export name of the module's start function, or "" when
 	// it has none. The start section is taken out, since it would run inside
@@ -39,10 +49,12 @@ type Stoppable struct {
 	Start string
 }
 
-// Deadline returns module with the stop global and its tests. A function
-// that calls none and has no loop ends by itself, so it gets no test at its
-// entry: that keeps the test off the small leaf functions compilers call in
-// inner loops.
+// Deadline returns module with the stop global, a counter, and at every
+// loop header and function entry a decrement of the counter that ticks when
+// it reaches zero. A function that calls none ends by itself, so its entry is
+// not counted: that keeps the decrement off the small leaf functions
+// compilers call in inner loops. The module must have a memory (for
+// memory.grow); berm's all do.
 func Deadline(module []byte) (_ Stoppable, err error) {
 	defer func() {
 		// A bug here must cost a program its speed, not its deploy.
@@ -77,15 +89,18 @@ func Deadline(module []byte) (_ Stoppable, err error) {
 		}
 		return nil
 	}
-	imported, err := importedGlobals(payload(wasmbin.SectionImport))
+	imported, importedMemory, err := importedGlobals(payload(wasmbin.SectionImport))
 	if err != nil {
 		return Stoppable{}, err
 	}
-	globals, err := appendGlobal(payload(wasmbin.SectionGlobal))
+	if !hasMemory(payload(wasmbin.SectionMemory), importedMemory) {
+		return Stoppable{}, fmt.Errorf("%w: %w", ErrUnsupported, errNoMemory)
+	}
+	globals, err := appendGlobals(payload(wasmbin.SectionGlobal))
 	if err != nil {
 		return Stoppable{}, err
 	}
-	stopIndex := imported + globals.count - 1
+	stopIndex, counterIndex := imported+globals.count-2, imported+globals.count-1
 
 	names, exports, err := readExports(payload(wasmbin.SectionExport))
 	if err != nil {
@@ -109,7 +124,7 @@ func Deadline(module []byte) (_ Stoppable, err error) {
 		exports.entries = wasmbin.AppendULEB(exports.entries, uint64(start))
 	}
 
-	code, err := rewriteCode(payload(wasmbin.SectionCode), stopIndex)
+	code, err := rewriteCode(payload(wasmbin.SectionCode), stopIndex, counterIndex)
 	if err != nil {
 		return Stoppable{}, err
 	}
@@ -175,9 +190,9 @@ func (v vector) encode() []byte {
 	return append(wasmbin.AppendULEB(nil, uint64(v.count)), v.entries...)
 }
 
-// appendGlobal returns the global section with the stop global at its end:
-// a mutable i32, initially 0.
-func appendGlobal(payload []byte) (vector, error) {
+// appendGlobals returns the global section with two mutable i32 globals at
+// its end: stop, initially 0, and the counter.
+func appendGlobals(payload []byte) (vector, error) {
 	var v vector
 	if payload != nil {
 		r := wasmbin.NewReader(payload)
@@ -187,17 +202,20 @@ func appendGlobal(payload []byte) (vector, error) {
 		}
 		v.entries = append(v.entries, payload[r.Offset():]...)
 	}
-	v.count++
-	v.entries = append(v.entries, 0x7f, 0x01, 0x41, 0x00, opEnd)
+	v.count += 2
+	v.entries = append(v.entries, 0x7f, 0x01, opI32Const, 0x00, opEnd)
+	v.entries = append(v.entries, 0x7f, 0x01, opI32Const)
+	v.entries = append(wasmbin.AppendSLEB(v.entries, Period), opEnd)
 	return v, nil
 }
 
 // importedGlobals counts the globals a module imports, which come before
-// the ones it defines in the index space.
-func importedGlobals(payload []byte) (uint32, error) {
+// the ones it defines in the index space, and reports whether it imports a
+// memory.
+func importedGlobals(payload []byte) (_ uint32, memory bool, _ error) {
 	r := wasmbin.NewReader(payload)
 	if payload == nil {
-		return 0, nil
+		return 0, false, nil
 	}
 	var n uint32
 	for range r.Count() {
@@ -211,6 +229,7 @@ func importedGlobals(payload []byte) (uint32, error) {
 			skipLimits(r)
 		case 0x02: // memory
 			skipLimits(r)
+			memory = true
 		case 0x03: // global: a value type, mutability
 			skipValueType(r)
 			r.Byte()
@@ -219,13 +238,21 @@ func importedGlobals(payload []byte) (uint32, error) {
 			r.Byte()
 			r.U32()
 		default:
-			return 0, fmt.Errorf("%w: import of kind %d", ErrUnsupported, kind)
+			return 0, false, fmt.Errorf("%w: import of kind %d", ErrUnsupported, kind)
 		}
 	}
 	if !r.Done() {
-		return 0, fmt.Errorf("%w: import section", ErrUnsupported)
+		return 0, false, fmt.Errorf("%w: import section", ErrUnsupported)
 	}
-	return n, nil
+	return n, memory, nil
+}
+
+func hasMemory(payload []byte, imported bool) bool {
+	if imported {
+		return true
+	}
+	r := wasmbin.NewReader(payload)
+	return r.U32() > 0 && r.Err() == nil
 }
 
 func skipLimits(r *wasmbin.Reader) {
@@ -269,15 +296,14 @@ func unique(name string, taken map[string]bool) string {
 	return n
 }
 
-// rewriteCode returns the code section's payload with the stop test at every
+// rewriteCode returns the code section's payload with the count at every
 // loop header and at the entry of every function that calls another. A nil
 // payload (no code section) is nil.
-func rewriteCode(payload []byte, stop uint32) ([]byte, error) {
+func rewriteCode(payload []byte, stop, counter uint32) ([]byte, error) {
 	if payload == nil {
 		return nil, nil
 	}
-	test := wasmbin.AppendULEB([]byte{opGlobalGet}, uint64(stop))
-	test = append(test, opIf, blockEmpty, opUnreachable, opEnd)
+	test := count(stop, counter)
 
 	r := wasmbin.NewReader(payload)
 	n := r.Count()
@@ -302,6 +328,29 @@ func rewriteCode(payload []byte, stop uint32) ([]byte, error) {
 		return nil, fmt.Errorf("%w: code section: bytes after the last body", ErrUnsupported)
 	}
 	return out, nil
+}
+
+// count is the instructions that count down and tick:
+//
+//	counter := counter - 1
+//	if counter == 0 {
+//		counter = Period
+//		memory.grow 0   // into Go, where the goroutine can be preempted
+//		if stop { unreachable }
+//	}
+func count(stop, counter uint32) []byte {
+	get := wasmbin.AppendULEB([]byte{opGlobalGet}, uint64(counter))
+	set := wasmbin.AppendULEB([]byte{opGlobalSet}, uint64(counter))
+	b := append([]byte(nil), get...)
+	b = append(b, opI32Const, 1, opI32Sub)
+	b = append(b, set...)
+	b = append(b, get...)
+	b = append(b, opI32Eqz, opIf, blockEmpty, opI32Const)
+	b = wasmbin.AppendSLEB(b, Period)
+	b = append(b, set...)
+	b = append(b, opI32Const, 0, opMemoryGrow, 0, opDrop)
+	b = wasmbin.AppendULEB(append(b, opGlobalGet), uint64(stop))
+	return append(b, opIf, blockEmpty, opUnreachable, opEnd, opEnd)
 }
 
 // rewriteBody appends code with test inserted, to out; loops is scratch.

@@ -1,13 +1,13 @@
 // Package transform rewrites a module before berm compiles it, so that the
 // compiled program can be stopped at its deadline for almost nothing.
 //
-// wazero's own way (RuntimeConfig.WithCloseOnContextDone) calls into the
-// runtime at every loop header, which spills registers and makes a compute
-// loop many times slower. Deadline instead adds a mutable global the host
-// sets when the deadline passes, and a test of it at every loop header and at
-// the entry of every function that calls another; the test traps on
-// unreachable once the global is set. A load and a branch predicted not taken
-// cost a few percent.
+// wazero's own way (RuntimeConfig.WithCloseOnContextDone) leaves compiled
+// code for Go at every loop header, which makes a compute loop many times
+// slower. Deadline instead counts loop headers and function entries down in a
+// global, and every Period of them ticks: it leaves for Go once (so that the
+// goroutine can be preempted, which compiled code cannot be) and traps on
+// unreachable when the host has set the stop global it adds. A decrement and
+// a branch predicted not taken cost a few percent.
 //
 //	out, err := transform.Deadline(module)
 //	if err != nil {

@@ -23,6 +23,12 @@ const (
 	opReturnCallIndirect = 0x13
 	opUnreachable        = 0x00
 	opGlobalGet          = 0x23
+	opGlobalSet          = 0x24
+	opMemoryGrow         = 0x40
+	opI32Const           = 0x41
+	opI32Eqz             = 0x45
+	opI32Sub             = 0x6b
+	opDrop               = 0x1a
 	blockEmpty           = 0x40
 )
 
@@ -44,7 +50,7 @@ func skipInstruction(r *wasmbin.Reader) (byte, error) {
 		r.SkipLEB() // 0x40, a value type (one byte each) or an s33 type index
 	case op == 0x0c, op == 0x0d, op == opCall, op == opReturnCall, // br, br_if, call, return_call
 		op >= 0x20 && op <= 0x26, // local.get/set/tee, global.get/set, table.get/set
-		op == 0xd2: // ref.func
+		op == 0xd2:               // ref.func
 		r.U32()
 	case op == 0x0e: // br_table: the labels, then the default
 		for range r.Count() {

@@ -1,0 +1,214 @@
+package runtime_test
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tetratelabs/wazero"
+	"github.com/tetratelabs/wazero/api"
+
+	"github.com/berm-dev/berm/runtime"
+)
+
+// paths are the two ways a runtime stops a call at its deadline: the fast
+// one (transform.Deadline's global) and the plain one (wazero's check at
+// every loop header), tested against each other.
+var paths = []struct {
+	name  string
+	plain bool
+}{{"fast", false}, {"plain", true}}
+
+// kernelDigest is what the kernel's sha256 tool returns for mib passes: the
+// same chain computed in Go.
+func kernelDigest(mib int) string {
+	buf := make([]byte, 1<<20)
+	for i := range buf {
+		buf[i] = byte(i*31 + 7)
+	}
+	var d [32]byte
+	for range mib {
+		d = sha256.Sum256(buf)
+		copy(buf, d[:])
+	}
+	return hex.EncodeToString(d[:])
+}
+
+func deployFile(tb testing.TB, rt *runtime.Runtime, name, path string) {
+	tb.Helper()
+	image, err := os.ReadFile(path)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if _, err := rt.Deploy(context.Background(), name, image, nil); err != nil {
+		tb.Fatalf("deploy %s: %v", path, err)
+	}
+}
+
+// TestDeadlinePaths runs programs that never end, each its own way, on both
+// paths, and wants each stopped at the deadline with little slack; and a
+// compute kernel that ends, with the same result on both.
+func TestDeadlinePaths(t *testing.T) {
+	const deadline = 200 * time.Millisecond
+	// Generous for a loaded machine: the fast path stops in microseconds.
+	const slack = 300 * time.Millisecond
+	tests := []struct {
+		program, tool string
+		fastOnly      bool
+	}{
+		{"kernel", "spin", false},
+		{"stop", "loop", false},
+		// wazero checks at loop headers only: recursion without a loop
+		// runs on past the deadline on the plain path.
+		{"stop", "recurse", true},
+		{"stop", "nested", false},
+		{"startloop", "never", false},
+		{"nest", "call_spin", false}, // the callee spins: both instances stop
+		{"core", "loop", false},
+	}
+	for _, path := range paths {
+		t.Run(path.name, func(t *testing.T) {
+			rt := newRuntime(t, &runtime.Options{PlainDeadlines: path.plain, Limits: runtime.Limits{Deadline: deadline}})
+			deployFile(t, rt, "kernel", filepath.Join("testdata", "kernel", "kernel.wasm"))
+			deployFile(t, rt, "stop", filepath.Join("transform", "testdata", "stop.wasm"))
+			deployFile(t, rt, "startloop", filepath.Join("transform", "testdata", "startloop.wasm"))
+			deployFile(t, rt, "ops", filepath.Join("transform", "testdata", "ops.wasm"))
+			deploy(t, rt, "nest", "nest.wasm")
+			deploy(t, rt, "core", "core.wasm")
+			for _, tt := range tests {
+				t.Run(tt.program+"."+tt.tool, func(t *testing.T) {
+					if tt.fastOnly && path.plain {
+						t.Skip("the plain path does not stop it")
+					}
+					start := time.Now()
+					_, err := rt.Call(context.Background(), tt.program, tt.tool, []byte(`{}`))
+					took := time.Since(start)
+					if !errors.Is(err, runtime.ErrDeadline) {
+						t.Fatalf("got %v, want ErrDeadline", err)
+					}
+					if took > deadline+slack {
+						t.Errorf("stopped %v after the deadline", took-deadline)
+					}
+				})
+			}
+			t.Run("canceled", func(t *testing.T) {
+				ctx, cancel := context.WithCancel(context.Background())
+				time.AfterFunc(20*time.Millisecond, cancel)
+				_, err := rt.Call(ctx, "kernel", "spin", []byte(`{}`))
+				if !errors.Is(err, context.Canceled) {
+					t.Errorf("got %v, want context.Canceled", err)
+				}
+			})
+			t.Run("kernel", func(t *testing.T) {
+				// The plain path takes over the short deadline for this.
+				rt := newRuntime(t, &runtime.Options{PlainDeadlines: path.plain})
+				deployFile(t, rt, "kernel", filepath.Join("testdata", "kernel", "kernel.wasm"))
+				out, err := rt.Call(context.Background(), "kernel", "sha256", []byte(`{"mib":3}`))
+				if err != nil || string(out.Result) != kernelDigest(3) {
+					t.Errorf("got %q, %v; want %s", out.Result, err, kernelDigest(3))
+				}
+			})
+			t.Run("ops", func(t *testing.T) {
+				if _, err := rt.Call(context.Background(), "ops", "ops", []byte(`{}`)); err != nil {
+					t.Error(err)
+				}
+			})
+		})
+	}
+}
+
+// BenchmarkKernel weighs what a deadline costs a compute kernel: SHA-256
+// over 16 MiB, in C, built natively by gcc and for wasm32 by clang. "bare"
+// is wazero with no deadline at all, the reference; "fast" and "plain" are
+// berm's two paths. Compare with benchstat, or read the ratios it reports.
+func BenchmarkKernel(b *testing.B) {
+	const mib = 16
+	args := []byte(`{"mib":` + strconv.Itoa(mib) + `}`)
+	want := kernelDigest(mib)
+	source := filepath.Join("testdata", "kernel", "kernel.c")
+	image, err := os.ReadFile(filepath.Join("testdata", "kernel", "kernel.wasm"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+
+	b.Run("native", func(b *testing.B) {
+		gcc, err := exec.LookPath("gcc")
+		if err != nil {
+			b.Skip("no gcc")
+		}
+		bin := filepath.Join(b.TempDir(), "kernel")
+		if out, err := exec.Command(gcc, "-O2", "-o", bin, source).CombinedOutput(); err != nil {
+			b.Fatalf("gcc: %v\n%s", err, out)
+		}
+		for b.Loop() {
+			out, err := exec.Command(bin, strconv.Itoa(mib)).Output()
+			if err != nil || strings.TrimSpace(string(out)) != want {
+				b.Fatalf("%q, %v", out, err)
+			}
+		}
+	})
+	b.Run("bare", func(b *testing.B) {
+		r := wazero.NewRuntime(ctx)
+		defer r.Close(ctx)
+		var result []byte
+		_, err := r.NewHostModuleBuilder("berm").NewFunctionBuilder().
+			WithGoModuleFunction(api.GoModuleFunc(func(ctx context.Context, m api.Module, stack []uint64) {
+				ptr, n := uint32(stack[1]), uint32(stack[2])
+				switch stack[0] {
+				case runtime.Number(runtime.SysArgsLen):
+					stack[0] = uint64(len(args))
+				case runtime.Number(runtime.SysArgsRead):
+					m.Memory().Write(ptr, args[:min(int(n), len(args))])
+					stack[0] = uint64(len(args))
+				case runtime.Number(runtime.SysResult):
+					b, _ := m.Memory().Read(ptr, n)
+					result = append(result[:0], b...)
+					stack[0] = 0
+				}
+			}), []api.ValueType{api.ValueTypeI64, api.ValueTypeI32, api.ValueTypeI32}, []api.ValueType{api.ValueTypeI64}).
+			Export("syscall").Instantiate(ctx)
+		if err != nil {
+			b.Fatal(err)
+		}
+		compiled, err := r.CompileModule(ctx, image)
+		if err != nil {
+			b.Fatal(err)
+		}
+		for b.Loop() {
+			m, err := r.InstantiateModule(ctx, compiled, wazero.NewModuleConfig().WithName(""))
+			if err != nil {
+				b.Fatal(err)
+			}
+			if _, err := m.ExportedFunction("berm_tool_sha256").Call(ctx); err != nil {
+				b.Fatal(err)
+			}
+			m.Close(ctx)
+			if string(result) != want {
+				b.Fatalf("%q", result)
+			}
+		}
+	})
+	for _, path := range paths {
+		b.Run(path.name, func(b *testing.B) {
+			rt := newRuntime(b, &runtime.Options{PlainDeadlines: path.plain})
+			if _, err := rt.Deploy(ctx, "kernel", image, nil); err != nil {
+				b.Fatal(err)
+			}
+			for b.Loop() {
+				out, err := rt.Call(ctx, "kernel", "sha256", args)
+				if err != nil || string(out.Result) != want {
+					b.Fatalf("%q, %v", out.Result, err)
+				}
+			}
+		})
+	}
+}
