@@ -185,7 +185,7 @@ func checkImage(ctx context.Context, root, name string, image []byte) (*manifest
 	var st store.State
 	if root != "" {
 		var err error
-		if st, err = openStore(ctx, root, ""); err != nil {
+		if st, err = openState(ctx, root, "", createRoot); err != nil {
 			return nil, err
 		}
 	}

@@ -343,7 +343,7 @@ func BenchmarkScaffoldCall(b *testing.B) {
 		b.Fatal(err)
 	}
 	ctx := context.Background()
-	st, err := openStore(ctx, root, "")
+	st, err := openState(ctx, root, "", createRoot)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -166,7 +166,7 @@ func deployArg(ctx context.Context, e *env, opts deployOptions, name, arg string
 	if client != nil {
 		return client.DeployRef(ctx, name, arg, opts.grants)
 	}
-	st, err := openStore(ctx, opts.root, opts.state)
+	st, err := openState(ctx, opts.root, opts.state, createRoot)
 	if err != nil {
 		return service.Info{}, err
 	}
@@ -240,7 +240,7 @@ func deployImage(ctx context.Context, opts deployOptions, name string, image []b
 	if client != nil {
 		return client.Deploy(ctx, name, image, source, grants)
 	}
-	st, err := openStore(ctx, opts.root, opts.state)
+	st, err := openState(ctx, opts.root, opts.state, createRoot)
 	if err != nil {
 		return service.Info{}, err
 	}

@@ -69,7 +69,7 @@ func inspect(ctx context.Context, e *env, opts inspectOptions, arg string) (serv
 	if client != nil && !isPath(arg) { // a path is read here, never asked of the server
 		return client.Inspect(ctx, arg)
 	}
-	st, err := openExisting(ctx, opts.root, opts.state)
+	st, err := openState(ctx, opts.root, opts.state, existingRoot)
 	if err != nil {
 		return service.Details{}, err
 	}

@@ -72,7 +72,7 @@ func listPrograms(ctx context.Context, opts lsOptions) ([]service.Info, error) {
 	if client != nil {
 		return client.List(ctx)
 	}
-	st, err := openExisting(ctx, opts.root, opts.state)
+	st, err := openState(ctx, opts.root, opts.state, existingRoot)
 	if err != nil {
 		return nil, err
 	}

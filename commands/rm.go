@@ -53,7 +53,7 @@ func runRm(ctx context.Context, e *env, opts rmOptions, names []string) error {
 	}
 	var svc *service.Service
 	if client == nil {
-		st, err := openExisting(ctx, opts.root, opts.state)
+		st, err := openState(ctx, opts.root, opts.state, existingRoot)
 		if err != nil {
 			return err
 		}

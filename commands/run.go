@@ -83,14 +83,14 @@ func runRun(ctx context.Context, e *env, opts runOptions, args []string) error {
 			}
 		}
 	}
-	st, err := openExisting(ctx, opts.root, opts.state)
+	st, err := openState(ctx, opts.root, opts.state, existingRoot)
 	if err != nil {
 		return err
 	}
 	if st == nil && !isDeployedName(args[0]) {
 		// A file or reference runs without a deployment, but its compiled
 		// code is cached under the root.
-		if st, err = openStore(ctx, opts.root, opts.state); err != nil {
+		if st, err = openState(ctx, opts.root, opts.state, createRoot); err != nil {
 			return err
 		}
 	}
@@ -159,7 +159,7 @@ func runRun(ctx context.Context, e *env, opts runOptions, args []string) error {
 // or, for a served name such as hello_greet, how to spell it here.
 func missingTool(ctx context.Context, e *env, opts runOptions, arg string) error {
 	err := usagef("run takes NAME|FILE|REF TOOL [ARGS]")
-	st, serr := openExisting(ctx, opts.root, opts.state)
+	st, serr := openState(ctx, opts.root, opts.state, existingRoot)
 	if serr != nil {
 		return err
 	}

@@ -141,7 +141,7 @@ func searchLocal(ctx context.Context, opts searchOptions, query string) (control
 		return control.SearchResponse{}, withHint(errNoIndex,
 			"configure one: berm config set index URL (a git repository's https:// URL or a local path), or give --index URL")
 	}
-	st, err := openExisting(ctx, opts.root, opts.state)
+	st, err := openState(ctx, opts.root, opts.state, existingRoot)
 	if err != nil {
 		return control.SearchResponse{}, err
 	}

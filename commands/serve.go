@@ -52,7 +52,8 @@ a second. On SIGTERM it stops taking calls, finishes those in flight and exits.
    berm serve --addr 0.0.0.0:7777 --token "$BERM_TOKEN" --tls-cert c.pem --tls-key k.pem
 
 Over HTTP the control API takes remote deploys (berm deploy --server URL), and
-GET /healthz answers load balancers. Any address beyond loopback needs --token;
+GET /livez, /readyz and /healthz answer orchestrators and load balancers (see
+below). Any address beyond loopback needs --token;
 every request then needs "Authorization: Bearer <token>". On loopback only
 loopback names may appear in Host (DNS rebinding); behind a reverse proxy that
 passes the client's Host, name it with --allowed-host. Bodies, responses and
@@ -67,7 +68,9 @@ names the same database serves the same programs and data, and sees a deploy
 made through any of them (or berm deploy --state) within a second. Each keeps
 compiled code under its own --root; without one it compiles at every start.
 A database unreachable at start is retried (250ms doubling to 10s) until it
-answers; meanwhile GET /livez answers 200 and GET /healthz 503 "not ready".
+answers; meanwhile GET /livez answers 200 and GET /readyz and /healthz 503
+"not ready". A database that answers no (a wrong password or database name,
+a schema from a newer berm) is an error at once.
 Behind a balancer without sticky sessions, add --stateless: each request
 stands alone, so any replica answers it; clients keep tools/list, tools/call
 and resources but get no notifications/tools/list_changed (they see a change
@@ -75,9 +78,13 @@ at their next tools/list) and no GET stream.
 
    berm serve --state postgres://berm@db/berm --addr 0.0.0.0:7777 --token "$BERM_TOKEN" --stateless
 
-GET /healthz is readiness (503 while draining or while the database does not
-answer); GET /livez is liveness (200 whenever the process answers HTTP).
-Neither needs the token.
+The probes, none of which needs the token: GET /livez is liveness (200
+whenever the process answers HTTP); GET /readyz is readiness to take calls
+(503 until the programs are loaded, and while draining), whatever the
+database: calls of programs that touch no data work without it, so a
+readiness probe should not take every replica out when it goes away;
+GET /healthz is /readyz and also 503 "database unreachable" while the
+database does not answer.
 
 Run under the name bermd (a link to berm or a copy of it, bermd.exe too),
 berm is berm serve: "bermd &" and "bermd --addr 127.0.0.1:7777" take serve's
@@ -207,7 +214,7 @@ func runServe(ctx context.Context, e *env, opts serveOptions) error {
 		return withHint(fmt.Errorf("serve on %s: %w", opts.http.Addr, mcpserve.ErrNeedsToken),
 			"give --token (or BERM_TOKEN), or listen on loopback (127.0.0.1)")
 	}
-	st, err := openServeState(ctx, &opts, logger)
+	st, hold, err := openServeState(ctx, &opts, logger)
 	if err != nil && ctx.Err() != nil {
 		// Stopped while waiting for the database: a stop, not a failure.
 		logger.Info("stopped before the database answered")
@@ -218,6 +225,13 @@ func runServe(ctx context.Context, e *env, opts serveOptions) error {
 	}
 	// Closed last, after the server and the service that use it.
 	defer st.Close()
+	if hold != nil {
+		defer func() {
+			if opts.http.Listener == nil { // not handed over to RunHTTP
+				hold.Close()
+			}
+		}()
+	}
 	var srv *mcpserve.Server
 	cfg := runtimeConfig{depth: opts.maxCallDepth, limits: limits, logger: logger,
 		log: func(ctx context.Context, program, tool string, line []byte) { srv.Log(ctx, program, tool, line) }}
@@ -263,14 +277,29 @@ func runServe(ctx context.Context, e *env, opts serveOptions) error {
 		DataUsage:     st.DataUsage,
 	}
 	if opts.state != "" {
-		mopts.Ready = databaseReady(st, logger)
+		mopts.CheckState = checkDatabase(st, logger)
 	}
 	srv = mcpserve.New(svc, mopts)
 	// Every goroutine of the server and the service ends before the runtime
 	// closes (the deferred rt.Close runs after this).
 	defer srv.Close(context.WithoutCancel(ctx))
-	if err := srv.Start(ctx); err != nil {
+	// The database may go away between opening it and reading its
+	// deployments: that is waited for as at the open, not an exit that a
+	// supervisor would turn into a crash loop.
+	if err := retryUnavailable(ctx, logger, "read the deployments", markUnreachable(hold), func() error { return srv.Start(ctx) }); err != nil {
+		if ctx.Err() != nil {
+			logger.Info("stopped before the database answered")
+			return nil
+		}
 		return err
+	}
+	if hold != nil {
+		// The server's own probes say "loading" until the programs are.
+		ln, err := hold.Listener(ctx)
+		if err != nil {
+			return err
+		}
+		opts.http.Listener = ln
 	}
 	// Calls in flight at SIGTERM get as long as a call may take.
 	drain := limits.Deadline
@@ -344,52 +373,61 @@ const resyncInterval = 5 * time.Second
 
 // openServeState opens serve's state. A database unreachable at start is
 // waited for, with backoff, rather than a failure that a supervisor would
-// turn into a crash loop; over HTTP the address answers meanwhile (/livez
-// 200, /healthz 503) and RunHTTP takes it over (opts.http.Listener).
-func openServeState(ctx context.Context, opts *serveOptions, logger *slog.Logger) (store.State, error) {
+// turn into a crash loop. Over HTTP the address is held from the start
+// (/livez 200, /readyz and /healthz 503 with the reason), until the caller
+// has read the deployments and hands it to RunHTTP (opts.http.Listener);
+// hold is nil otherwise.
+func openServeState(ctx context.Context, opts *serveOptions, logger *slog.Logger) (st store.State, hold *mcpserve.Holding, err error) {
 	db, err := stateIsDatabase(opts.state)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if !db {
-		return openStore(ctx, opts.root, "")
+		st, err := openState(ctx, opts.root, "", createRoot)
+		return st, nil, err
 	}
-	logger.Info("state: database", "url", redactState(opts.state))
-	var hold *mcpserve.Holding
-	waiting := func() error {
-		if opts.stdio {
-			return nil
+	logger.Info("state: database", "database", describeDatabase(opts.state))
+	if !opts.stdio {
+		if hold, err = mcpserve.Hold(opts.http, "waiting for the database", logger); err != nil {
+			return nil, nil, err
 		}
-		var herr error
-		hold, herr = mcpserve.Hold(opts.http, "database unreachable", logger)
-		return herr
 	}
-	st, err := openDatabaseRetrying(ctx, opts.state, logger, waiting)
+	err = retryUnavailable(ctx, logger, "open", markUnreachable(hold), func() error {
+		var err error
+		st, err = openDatabase(ctx, opts.state, logger, true)
+		return err
+	})
+	if err != nil {
+		if hold != nil {
+			hold.Close()
+		}
+		return nil, nil, err
+	}
+	if hold != nil {
+		hold.SetReason("loading")
+	}
+	return st, hold, nil
+}
+
+// markUnreachable is a wait's callback that has hold's probes say why.
+func markUnreachable(hold *mcpserve.Holding) func() error {
 	if hold == nil {
-		return st, err
+		return nil
 	}
-	if err != nil {
-		hold.Close()
-		return nil, err
+	return func() error {
+		hold.SetReason(errDatabaseUnreachable.Error())
+		return nil
 	}
-	ln, err := hold.Listener(ctx)
-	if err != nil {
-		hold.Close()
-		st.Close()
-		return nil, err
-	}
-	opts.http.Listener = ln
-	return st, nil
 }
 
 // errDatabaseUnreachable is the reason /healthz gives, to anyone who asks:
 // the details (host, error) go to the log only.
 var errDatabaseUnreachable = errors.New("database unreachable")
 
-// databaseReady is /healthz's readiness for a database: it answers Ping.
-// A failure's details are logged when they change, not at every probe.
-func databaseReady(st store.State, logger *slog.Logger) func(context.Context) error {
-	var mu sync.Mutex
+// checkDatabase is /healthz's check of a database: it answers Ping. A
+// failure's details are logged when they change, not at every probe.
+func checkDatabase(st store.State, logger *slog.Logger) func(context.Context) error {
+	var mu sync.Mutex // guards last, never held across Ping
 	last := ""
 	return func(ctx context.Context) error {
 		err := st.Ping(ctx)

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
-	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -48,44 +47,34 @@ func stateIsDatabase(state string) (bool, error) {
 
 const stateHint = "--state takes postgres://USER:PASSWORD@HOST:PORT/DB (postgresql:// too) for a PostgreSQL database, or nothing for the directory --root"
 
-// redactState is --state as logs may show it: without its password.
-func redactState(state string) string {
-	u, err := url.Parse(state)
-	if err != nil {
-		return "(a database URL)"
-	}
-	return u.Redacted()
-}
+// rootMode says what a command does with a directory root that does not
+// exist yet.
+type rootMode bool
 
-// openStore opens the state for a command that writes to it: the directory
-// under root (created), or --state's database.
-func openStore(ctx context.Context, root, state string) (store.State, error) {
+const (
+	// createRoot makes it: the command writes there.
+	createRoot rootMode = true
+	// existingRoot takes it for empty state (nil, no error): the command
+	// only reads, and reading creates nothing.
+	existingRoot rootMode = false
+)
+
+// openState opens the state a command works on: the directory under root,
+// or --state's database, which is opened (and migrated) whatever the
+// command. Commands other than serve take no notifications of changes.
+func openState(ctx context.Context, root, state string, mode rootMode) (store.State, error) {
 	db, err := stateIsDatabase(state)
 	if err != nil {
 		return nil, err
 	}
 	if db {
-		return openDatabase(ctx, state, nil)
+		return openDatabase(ctx, state, nil, false)
 	}
 	if root == "" {
 		return nil, noRoot()
 	}
-	return store.Open(root)
-}
-
-// openExisting opens the state for a command that only reads it. A root
-// directory that does not exist yet is nil, not an error: reading creates
-// nothing there. A database is opened (and migrated) whatever the command.
-func openExisting(ctx context.Context, root, state string) (store.State, error) {
-	db, err := stateIsDatabase(state)
-	if err != nil {
-		return nil, err
-	}
-	if db {
-		return openDatabase(ctx, state, nil)
-	}
-	if root == "" {
-		return nil, noRoot()
+	if mode == createRoot {
+		return store.Open(root)
 	}
 	st, err := store.OpenExisting(root)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -134,32 +123,33 @@ const (
 	openRetryMax   = 10 * time.Second
 )
 
-// openDatabaseRetrying opens --state's database, and while it is unreachable
-// logs why and tries again with backoff until it answers or ctx ends.
-// waiting, when set, is called once before the first retry; its error ends
-// the wait.
-func openDatabaseRetrying(ctx context.Context, state string, logger *slog.Logger, waiting func() error) (store.State, error) {
+// retryUnavailable runs try until it succeeds, fails otherwise than with
+// store.ErrUnavailable (a wrong password, a missing database, a newer schema:
+// waiting mends none of them), or ctx ends. While the state is unavailable it
+// logs why and tries again with backoff. waiting, when set, is called after
+// each failure that will be retried; its error ends the wait.
+func retryUnavailable(ctx context.Context, logger *slog.Logger, what string, waiting func() error, try func() error) error {
 	delay := openRetryFirst
 	for attempt := 1; ; attempt++ {
-		st, err := openDatabase(ctx, state, logger)
+		err := try()
 		if err == nil {
 			if attempt > 1 {
 				logger.Info("state: database reachable", "attempts", attempt)
 			}
-			return st, nil
+			return nil
 		}
-		if ctx.Err() != nil {
-			return nil, err
+		if !errors.Is(err, store.ErrUnavailable) || ctx.Err() != nil {
+			return err
 		}
-		if attempt == 1 && waiting != nil {
+		if waiting != nil {
 			if werr := waiting(); werr != nil {
-				return nil, werr
+				return werr
 			}
 		}
-		logger.Error("state: database unreachable; retrying", "error", err, "retry_in", delay, "attempt", attempt)
+		logger.Error("state: database unreachable; retrying", "what", what, "error", err, "retry_in", delay, "attempt", attempt)
 		select {
 		case <-ctx.Done():
-			return nil, fmt.Errorf("gave up waiting for the database: %w", err)
+			return fmt.Errorf("gave up waiting for the database: %w", err)
 		case <-time.After(delay):
 		}
 		delay = min(2*delay, openRetryMax)

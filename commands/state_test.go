@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	neturl "net/url"
 	"regexp"
 	"strings"
 	"testing"
@@ -94,9 +95,10 @@ func TestStateDeployListRemove(t *testing.T) {
 }
 
 // berm serve with its database down at start does not exit: it says so in
-// its log and retries, answers /healthz 503 and /livez 200 meanwhile, and
-// serves once the database is up, deploys made by berm deploy included.
-// When the database goes away again, /healthz says so.
+// its log and retries, answers /readyz and /healthz 503 and /livez 200
+// meanwhile, and serves once the database is up, deploys made by berm deploy
+// included. When the database goes away again, /healthz says so while
+// /readyz stays 200: the programs served still take calls.
 func TestServeWaitsForDatabase(t *testing.T) {
 	cluster := pgtest.NewCluster(t)
 	url := cluster.URL(t)
@@ -118,11 +120,11 @@ func TestServeWaitsForDatabase(t *testing.T) {
 	})
 	addr := waitForLog(t, stderr, regexp.MustCompile(`listen, not ready" addr=(\S+)`))
 	base := "http://" + addr
-	if !strings.Contains(stderr.String(), "database unreachable; retrying") {
-		t.Fatalf("no retry in the log:\n%s", stderr)
-	}
-	if code, body := probe(t, base+"/healthz"); code != http.StatusServiceUnavailable || body.Status != "not ready" || body.Reason != "database unreachable" {
-		t.Fatalf("healthz while the database is down = %d %+v, want 503 not ready: database unreachable", code, body)
+	waitForLog(t, stderr, regexp.MustCompile(`database unreachable; retrying`))
+	for _, path := range []string{"/readyz", "/healthz"} {
+		if code, body := probe(t, base+path); code != http.StatusServiceUnavailable || body.Status != "not ready" || body.Reason != "database unreachable" {
+			t.Fatalf("%s while the database is down = %d %+v, want 503 not ready: database unreachable", path, code, body)
+		}
 	}
 	if code, _ := probe(t, base+"/livez"); code != http.StatusOK {
 		t.Fatalf("livez while the database is down = %d, want 200", code)
@@ -132,6 +134,7 @@ func TestServeWaitsForDatabase(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitForLog(t, stderr, regexp.MustCompile(`msg=listen url=`))
+	waitForProbe(t, base+"/readyz", func(code int, _ health) bool { return code == http.StatusOK }, "200 once the database is up")
 	if code, body := probe(t, base+"/healthz"); code != http.StatusOK || body.Status != "ok" {
 		t.Fatalf("healthz once the database is up = %d %+v, want 200 ok\n%s", code, body, stderr)
 	}
@@ -139,15 +142,15 @@ func TestServeWaitsForDatabase(t *testing.T) {
 	if code, errOut := mainIn(t, t.TempDir(), &stdout, "--state", url, "deploy", "echo", fixturePath("echo.wasm")); code != 0 {
 		t.Fatalf("deploy: exit %d\n%s", code, errOut)
 	}
-	// The server learns of the deploy from the database (a notification),
-	// not from anything this test tells it.
-	deadline := time.Now().Add(30 * time.Second)
+	// The server learns of the deploy from a notification: within well
+	// under the resync interval (5s), which alone would take longer.
+	deadline := time.Now().Add(3 * time.Second)
 	for {
 		if _, body := probe(t, base+"/healthz"); body.Programs == 1 {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("the server never served the deploy\n%s", stderr)
+			t.Fatalf("the server did not serve the deploy within 3s: no notification?\n%s", stderr)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
@@ -155,18 +158,103 @@ func TestServeWaitsForDatabase(t *testing.T) {
 	if err := cluster.Stop(); err != nil {
 		t.Fatal(err)
 	}
-	// Readiness is asked of the database at most once a second.
-	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Millisecond) {
-		code, body := probe(t, base+"/healthz")
-		if code == http.StatusServiceUnavailable && body.Reason == "database unreachable" {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("healthz with the database gone = %d %+v, want 503 database unreachable", code, body)
-		}
+	waitForProbe(t, base+"/healthz", func(code int, body health) bool {
+		return code == http.StatusServiceUnavailable && body.Reason == "database unreachable"
+	}, "503 database unreachable with the database gone")
+	if code, body := probe(t, base+"/readyz"); code != http.StatusOK || body.Programs != 1 {
+		t.Fatalf("readyz with the database gone = %d %+v, want 200 and the program still served", code, body)
 	}
 	if code, _ := probe(t, base+"/livez"); code != http.StatusOK {
 		t.Fatalf("livez with the database gone = %d, want 200", code)
+	}
+}
+
+// berm serve against a database that answers no (a malformed URL, a
+// database or role that does not exist) fails at once with the reason and
+// a hint, rather than retrying what no wait mends; the hint about
+// PostgreSQL running is for an unreachable one only.
+func TestServeDoesNotRetryRefusals(t *testing.T) {
+	good := pgtest.URL(t)
+	u, err := neturl.Parse(good)
+	if err != nil {
+		t.Fatal(err)
+	}
+	noDatabase := *u
+	noDatabase.Path = "/berm_no_such_database"
+	noRole := *u
+	noRole.User = neturl.User("berm_no_such_role")
+	for name, tt := range map[string]struct{ state, want string }{
+		"malformed URL":    {"postgres://berm@127.0.0.1:notaport/berm", "malformed"},
+		"no such database": {noDatabase.String(), "berm_no_such_database"},
+		"no such role":     {noRole.String(), "berm_no_such_role"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			// A retry loop would run until this context ends, then exit 0.
+			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+			defer cancel()
+			stderr := &syncBuffer{}
+			code := commands.Main(ctx, []string{"berm", "--root", t.TempDir(), "--state", tt.state, "serve", "--addr", "127.0.0.1:0"},
+				strings.NewReader(""), &bytes.Buffer{}, stderr)
+			out := stderr.String()
+			if code != 2 || strings.Contains(out, "retrying") || !strings.Contains(out, tt.want) {
+				t.Fatalf("exit %d, want 2 at once (no retry) naming %q\n%s", code, tt.want, out)
+			}
+			if !strings.Contains(out, "hint: check --state") || strings.Contains(out, "is PostgreSQL running") {
+				t.Fatalf("want the hint to check --state, not to start PostgreSQL\n%s", out)
+			}
+		})
+	}
+}
+
+// A password in the URL's query (password=, sslpassword=) is never shown:
+// not in serve's log, nor an error, nor --help with BERM_STATE set. The log
+// names the database as user@host:port/dbname.
+func TestStateQueryPasswordNotShown(t *testing.T) {
+	state := "postgres://berm@127.0.0.1:1/bermdb?password=hunter2&sslpassword=hunter3&connect_timeout=1"
+	check := func(what, out string) {
+		t.Helper()
+		if strings.Contains(out, "hunter2") || strings.Contains(out, "hunter3") {
+			t.Fatalf("%s shows a password:\n%s", what, out)
+		}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	stderr := &syncBuffer{}
+	done := make(chan int, 1)
+	go func() {
+		done <- commands.Main(ctx, []string{"berm", "--root", t.TempDir(), "--state", state, "serve", "--addr", "127.0.0.1:0"},
+			strings.NewReader(""), &bytes.Buffer{}, stderr)
+	}()
+	waitForLog(t, stderr, regexp.MustCompile(`database unreachable; retrying`))
+	cancel()
+	<-done
+	if !strings.Contains(stderr.String(), "database=berm@127.0.0.1:1/bermdb") {
+		t.Fatalf("serve's log does not name the database as user@host:port/dbname:\n%s", stderr)
+	}
+	check("serve's log", stderr.String())
+	for _, cmd := range [][]string{{"ls"}, {"deploy", "echo", fixturePath("echo.wasm")}} {
+		code, out := mainIn(t, t.TempDir(), nil, append([]string{"--state", state}, cmd...)...)
+		if code != 2 {
+			t.Fatalf("%s: exit %d, want 2\n%s", cmd[0], code, out)
+		}
+		check(cmd[0]+"'s error", out)
+	}
+	t.Setenv("BERM_STATE", state)
+	var help bytes.Buffer
+	mainIn(t, t.TempDir(), &help, "serve", "--help")
+	check("serve --help", help.String())
+}
+
+// waitForProbe waits until a probe's answer is as want says.
+func waitForProbe(t *testing.T, url string, want func(int, health) bool, what string) {
+	t.Helper()
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		code, body := probe(t, url)
+		if want(code, body) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s = %d %+v, want %s", url, code, body, what)
+		}
 	}
 }
 

@@ -23,7 +23,7 @@ func TestCloseLeavesNoGoroutines(t *testing.T) {
 		if err := h.srv.Start(context.Background()); err != nil {
 			t.Fatal(err)
 		}
-		<-h.srv.Ready()
+		<-h.srv.Loaded()
 		if err := h.srv.Close(context.Background()); err != nil {
 			t.Fatal(err)
 		}

@@ -15,4 +15,10 @@
 // JSON object; bytes that are not UTF-8 an embedded binary resource), the
 // program's failure and refused arguments are results with isError, and
 // every other host error is a JSON-RPC error (CodeTrap, CodeDeadline, ...).
+//
+// Over HTTP it answers three probes without the token: /livez (the process
+// answers), /readyz (it takes calls: programs loaded, not draining, whatever
+// the state) and /healthz (/readyz, and the state reachable: CheckState).
+// Hold answers them before the Server exists, while berm serve waits for
+// its database.
 package mcpserve

@@ -25,8 +25,8 @@ type hosts struct {
 	// --allowed-host. Such a server needs a token, which a rebinding page
 	// cannot send (browsers attach no Authorization header of their own), so
 	// checking Host would only make the operator list every name, address
-	// and load balancer that reaches it. /healthz, which needs no token,
-	// tells such a page no more than the network already does.
+	// and load balancer that reaches it. The probes, which need no token,
+	// tell such a page no more than the network already does.
 	anyHost bool
 	// names are those the server answers to besides loopback ones: the
 	// allowed hosts and, beyond loopback, the listen address's own host.
@@ -106,7 +106,7 @@ func (h hosts) origin(origin string) bool {
 
 // guard wraps the whole mux, so that every route, present or future, gets
 // the same checks in the same order: Host, Origin, then the token (of all but
-// /healthz and /livez). Its refusals are JSON, as the control API's errors are: Claude
+// the probes). Its refusals are JSON, as the control API's errors are: Claude
 // Code shows a plain-text 403 as "Needs authentication".
 func (s *Server) guard(cfg HTTPConfig, next http.Handler) http.Handler {
 	allowed := newHosts(cfg.Addr, cfg.AllowedHosts)
@@ -121,7 +121,7 @@ func (s *Server) guard(cfg HTTPConfig, next http.Handler) http.Handler {
 				fmt.Errorf("origin %q: a page from there may not reach this server", origin))
 			return
 		}
-		if cfg.Token != "" && r.URL.Path != "/healthz" && r.URL.Path != "/livez" {
+		if cfg.Token != "" && !isProbe(r.URL.Path) {
 			got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
 			if !ok || subtle.ConstantTimeCompare([]byte(got), []byte(cfg.Token)) != 1 {
 				w.Header().Set("WWW-Authenticate", `Bearer realm="berm"`)

@@ -11,7 +11,6 @@ import (
 	"net"
 	"net/http"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -31,7 +30,8 @@ var ErrNeedsToken = errors.New("binding beyond loopback needs a token")
 type HTTPConfig struct {
 	// Addr is where to listen; DefaultAddr when empty.
 	Addr string
-	// Token, when set, is required of every request but /healthz and /livez as
+	// Token, when set, is required of every request but the probes (/livez,
+	// /readyz, /healthz) as
 	// "Authorization: Bearer <token>". Any Addr beyond loopback needs one.
 	Token string
 	// TLSCert and TLSKey, both set, serve HTTPS.
@@ -59,9 +59,9 @@ type HTTPConfig struct {
 	// Metrics serves Prometheus metrics at GET /metrics, under the same
 	// rules as every route.
 	Metrics bool
-	// Ready, when set, receives the address listened on once the listener
-	// is open (for tests and for printing).
-	Ready func(addr net.Addr)
+	// Listening, when set, receives the address listened on once the
+	// listener is open (for tests and for printing).
+	Listening func(addr net.Addr)
 	// Stateless serves MCP in the SDK's stateless streamable HTTP mode: no
 	// Mcp-Session-Id, a fresh session for each POST, so that any replica
 	// behind a balancer answers any request without sticky sessions. A
@@ -95,15 +95,10 @@ func IsLoopback(addr string) bool {
 	return ip != nil && ip.IsLoopback()
 }
 
-// RunHTTP serves MCP at /mcp, the control API at /v1/programs, /healthz
-// and /livez, until ctx is done; then it stops taking calls, lets those in
-// flight finish (up to drain), and returns.
-//
-// GET /healthz is readiness: 200 while the server takes calls, 503 while it
-// drains or while Options.Ready fails (its state unreachable). GET /livez is
-// liveness: 200 whenever the process answers HTTP at all, so that an
-// orchestrator restarts a hung process, not one waiting for its database.
-// Neither needs the token.
+// RunHTTP serves MCP at /mcp, the control API at /v1/programs and the
+// probes /livez, /readyz and /healthz (ready.go), until ctx is done; then it
+// stops taking calls, lets those in flight finish (up to drain), and
+// returns.
 func (s *Server) RunHTTP(ctx context.Context, cfg HTTPConfig, drain time.Duration) error {
 	cfg = cfg.withDefaults()
 	if err := cfg.check(); err != nil {
@@ -138,8 +133,8 @@ func (s *Server) RunHTTP(ctx context.Context, cfg HTTPConfig, drain time.Duratio
 		scheme = "https"
 	}
 	s.log.Info("listen", "url", fmt.Sprintf("%s://%s/mcp", scheme, ln.Addr()))
-	if cfg.Ready != nil {
-		cfg.Ready(ln.Addr())
+	if cfg.Listening != nil {
+		cfg.Listening(ln.Addr())
 	}
 	errc := make(chan error, 1)
 	go func() {
@@ -198,7 +193,7 @@ func (cfg HTTPConfig) withDefaults() HTTPConfig {
 	return cfg
 }
 
-// Handler is the HTTP service: /mcp, /healthz, /livez, the control API and
+// Handler is the HTTP service: /mcp, the probes, the control API and
 // (with cfg.Metrics) /metrics, behind the checks every route gets (guard) and
 // the bounds of withDeadlines.
 func (s *Server) Handler(cfg HTTPConfig) http.Handler {
@@ -224,20 +219,8 @@ func (s *Server) Handler(cfg HTTPConfig) http.Handler {
 		maxSessions = math.MaxInt
 	}
 	mux := http.NewServeMux()
-	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
-		// Draining, the server takes no call; without its state it can
-		// serve none well: a load balancer should send them elsewhere.
-		status, code := "ok", http.StatusOK
-		body := map[string]any{"programs": s.programCount(), "calls": s.InFlight()}
-		if s.Draining() {
-			status, code = "draining", http.StatusServiceUnavailable
-		} else if err := s.checkReady(r.Context()); err != nil {
-			status, code = "not ready", http.StatusServiceUnavailable
-			body["reason"] = err.Error()
-		}
-		body["status"] = status
-		writeJSON(w, code, body)
-	})
+	mux.HandleFunc("GET /readyz", s.probe(false))
+	mux.HandleFunc("GET /healthz", s.probe(true))
 	mux.HandleFunc("GET /livez", live)
 	mux.Handle("/mcp", s.owing(s.mcpBounds(maxSessions, cfg.MaxBody, mcpHandler)))
 	mux.HandleFunc("GET /v1/programs", s.listPrograms)
@@ -362,219 +345,3 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	enc.SetIndent("", "  ")
 	enc.Encode(v)
 }
-
-// live answers GET /livez: the process serves HTTP, whatever its state.
-func live(w http.ResponseWriter, _ *http.Request) {
-	writeJSON(w, http.StatusOK, map[string]string{"status": "live"})
-}
-
-// ReadyTimeout bounds one check of Options.Ready.
-const ReadyTimeout = 2 * time.Second
-
-// readyFor is how long an answer of Options.Ready stands, so that a storm of
-// probes (every balancer and kubelet, every second) asks the state once.
-const readyFor = time.Second
-
-// readiness caches the answer of Options.Ready.
-type readiness struct {
-	mu  sync.Mutex // held across a check: concurrent probes wait for its answer
-	at  time.Time  // of the last check; zero before the first
-	err error
-	now func() time.Time // time.Now unless a test sets it
-}
-
-// checkReady is Options.Ready's answer, asked at most once per readyFor. A
-// change between ready and not is logged, with the reason.
-func (s *Server) checkReady(ctx context.Context) error {
-	if s.opts.Ready == nil {
-		return nil
-	}
-	r := &s.ready
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	now := time.Now
-	if r.now != nil {
-		now = r.now
-	}
-	if !r.at.IsZero() && now().Sub(r.at) < readyFor {
-		return r.err
-	}
-	// A probe that hangs up must not leave its cancellation as the answer.
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), ReadyTimeout)
-	defer cancel()
-	err := s.opts.Ready(ctx)
-	switch {
-	case err != nil && (r.err == nil || r.at.IsZero()):
-		s.log.Warn("not ready", "reason", err)
-	case err == nil && r.err != nil:
-		s.log.Info("ready again")
-	}
-	r.at, r.err = now(), err
-	return err
-}
-
-// Holding answers HTTP on an address before the Server that will serve it
-// exists: berm serve, waiting for its database, must already tell a
-// balancer "not ready" and an orchestrator "alive" rather than refuse
-// connections and be restarted in a loop. See Hold.
-type Holding struct {
-	relay *relay
-	first *phase
-	srv   *http.Server
-}
-
-// Hold listens on cfg.Addr (with cfg's TLS) and answers GET /livez 200,
-// GET /healthz 503 {"status": "not ready", "reason": reason}, and every other
-// request 503, until Listener hands the address over to RunHTTP or Close
-// gives it up. cfg is checked as RunHTTP checks it.
-func Hold(cfg HTTPConfig, reason string, logger *slog.Logger) (*Holding, error) {
-	cfg = cfg.withDefaults()
-	if err := cfg.check(); err != nil {
-		return nil, err
-	}
-	if logger == nil {
-		logger = slog.New(slog.DiscardHandler)
-	}
-	ln, err := net.Listen("tcp", cfg.Addr)
-	if err != nil {
-		return nil, err
-	}
-	mux := http.NewServeMux()
-	mux.HandleFunc("GET /livez", live)
-	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
-		writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "not ready", "reason": reason})
-	})
-	mux.HandleFunc("/", func(w http.ResponseWriter, _ *http.Request) {
-		w.Header().Set("Retry-After", "1")
-		writeError(w, http.StatusServiceUnavailable, "not_ready", fmt.Errorf("not ready: %s", reason))
-	})
-	h := &Holding{relay: newRelay(ln)}
-	h.first = h.relay.phase(false)
-	h.srv = &http.Server{
-		Handler:           mux,
-		ReadHeaderTimeout: 10 * time.Second,
-		IdleTimeout:       time.Minute,
-		MaxHeaderBytes:    64 << 10,
-		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
-	}
-	logger.Info("listen, not ready", "addr", ln.Addr(), "reason", reason)
-	if cfg.Ready != nil {
-		cfg.Ready(ln.Addr())
-	}
-	go func() {
-		if cfg.TLSCert != "" {
-			h.srv.ServeTLS(h.first, cfg.TLSCert, cfg.TLSKey)
-		} else {
-			h.srv.Serve(h.first)
-		}
-	}()
-	return h, nil
-}
-
-// Addr is the address held.
-func (h *Holding) Addr() net.Addr { return h.relay.ln.Addr() }
-
-// Listener stops answering (letting the answers under way finish, within
-// ctx) and returns the held address's listener, for HTTPConfig.Listener.
-// Connections that arrive meanwhile wait for RunHTTP's server.
-func (h *Holding) Listener(ctx context.Context) (net.Listener, error) {
-	if err := h.srv.Shutdown(ctx); err != nil {
-		h.srv.Close()
-	}
-	return h.relay.phase(true), nil
-}
-
-// Close stops answering and closes the listener.
-func (h *Holding) Close() error {
-	err := h.srv.Close()
-	h.relay.close()
-	return err
-}
-
-// relay hands the connections of one listener to one phase after another
-// (Hold's answers, then RunHTTP's server), so that none is refused between
-// them.
-type relay struct {
-	ln     net.Listener
-	conns  chan accepted
-	done   chan struct{} // closed once ln has failed for good
-	closed chan struct{} // closed by close
-	once   sync.Once
-}
-
-type accepted struct {
-	c   net.Conn
-	err error
-}
-
-func newRelay(ln net.Listener) *relay {
-	r := &relay{ln: ln, conns: make(chan accepted), done: make(chan struct{}), closed: make(chan struct{})}
-	go r.run()
-	return r
-}
-
-func (r *relay) run() {
-	defer close(r.done)
-	for {
-		c, err := r.ln.Accept()
-		if errors.Is(err, net.ErrClosed) {
-			return
-		}
-		select {
-		case r.conns <- accepted{c, err}:
-		case <-r.closed:
-			if c != nil {
-				c.Close()
-			}
-			return
-		}
-	}
-}
-
-func (r *relay) close() {
-	r.once.Do(func() {
-		close(r.closed)
-		r.ln.Close()
-	})
-}
-
-// phase returns a listener of the relay's connections; closing the last
-// phase closes the relay's listener, closing another leaves it open.
-func (r *relay) phase(last bool) *phase {
-	return &phase{r: r, last: last, closed: make(chan struct{})}
-}
-
-type phase struct {
-	r      *relay
-	last   bool
-	closed chan struct{}
-	once   sync.Once
-}
-
-func (p *phase) Accept() (net.Conn, error) {
-	select {
-	case <-p.closed: // a closed phase takes no connection, even one ready
-		return nil, net.ErrClosed
-	default:
-	}
-	select {
-	case a := <-p.r.conns:
-		return a.c, a.err
-	case <-p.closed:
-		return nil, net.ErrClosed
-	case <-p.r.done:
-		return nil, net.ErrClosed
-	}
-}
-
-func (p *phase) Close() error {
-	p.once.Do(func() {
-		close(p.closed)
-		if p.last {
-			p.r.close()
-		}
-	})
-	return nil
-}
-
-func (p *phase) Addr() net.Addr { return p.r.ln.Addr() }

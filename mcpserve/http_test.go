@@ -29,10 +29,13 @@ import (
 	"github.com/berm-dev/berm/runtime/store"
 )
 
-// serveHTTP starts the HTTP service of a loaded server on loopback.
+// serveHTTP starts the HTTP service of a loaded server on loopback: it
+// returns once the programs found at start are loaded, when /readyz says
+// so.
 func (h *harness) serveHTTP(t *testing.T, cfg mcpserve.HTTPConfig) *httptest.Server {
 	t.Helper()
 	h.start(t)
+	<-h.srv.Loaded()
 	ts := httptest.NewServer(h.srv.Handler(cfg))
 	t.Cleanup(ts.Close)
 	return ts
@@ -217,7 +220,7 @@ func TestRunHTTPTLS(t *testing.T) {
 	go func() {
 		done <- h.srv.RunHTTP(ctx, mcpserve.HTTPConfig{
 			Addr: "127.0.0.1:0", TLSCert: certFile, TLSKey: keyFile,
-			Ready: func(a net.Addr) { addrs <- a },
+			Listening: func(a net.Addr) { addrs <- a },
 		}, time.Second)
 	}()
 	addr := <-addrs

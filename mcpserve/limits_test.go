@@ -92,7 +92,7 @@ func TestHTTPWriteTimeoutSlowReader(t *testing.T) {
 	h := newHarness(t, runtime.Limits{MaxArgs: 16 << 20, MaxResult: 16 << 20}, nil)
 	h.deploy(t, "echo", "echo.wasm")
 	ts := h.serveHTTP(t, mcpserve.HTTPConfig{MaxBody: 17 << 20, WriteTimeout: 200 * time.Millisecond})
-	<-h.srv.Ready()
+	<-h.srv.Loaded()
 	id := openSession(t, nil, ts.URL)
 	// 16 MiB: more than the kernel's buffers on both ends hold, once the
 	// client's stops growing.
@@ -158,7 +158,7 @@ func TestHTTPStreamOutlivesDeadlines(t *testing.T) {
 				scheme = "https"
 			}
 			addrs := make(chan net.Addr, 1)
-			cfg.Ready = func(a net.Addr) { addrs <- a }
+			cfg.Listening = func(a net.Addr) { addrs <- a }
 			ctx, cancel := context.WithCancel(context.Background())
 			done := make(chan error, 1)
 			go func() { done <- h.srv.RunHTTP(ctx, cfg, time.Second) }()
@@ -270,7 +270,7 @@ func TestMeasureHTTPBounds(t *testing.T) {
 		h := newHarness(t, runtime.Limits{MaxArgs: 16 << 20, MaxResult: 16 << 20}, &mcpserve.Options{MaxConcurrent: 40})
 		h.deploy(t, "echo", "echo.wasm")
 		ts := h.serveHTTP(t, mcpserve.HTTPConfig{MaxBody: 17 << 20, WriteTimeout: 10 * time.Second})
-		<-h.srv.Ready()
+		<-h.srv.Loaded()
 		var ids []string
 		for range 40 {
 			ids = append(ids, openSession(t, nil, ts.URL))

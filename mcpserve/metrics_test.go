@@ -81,7 +81,7 @@ func TestMetrics(t *testing.T) {
 	h.deploy(t, "core", "core.wasm")
 	const token = "s3cret"
 	ts := h.serveHTTP(t, mcpserve.HTTPConfig{Token: token, Metrics: true})
-	<-h.srv.Ready()
+	<-h.srv.Loaded()
 	cs, err := connectHTTP(t, ts.URL+"/mcp", &http.Client{Transport: bearer{token, http.DefaultTransport}})
 	if err != nil {
 		t.Fatal(err)
@@ -241,7 +241,7 @@ func newMetricsServer(tb testing.TB, metrics bool, limits runtime.Limits, opts m
 		tb.Fatal(err)
 	}
 	tb.Cleanup(func() { m.srv.Close(context.Background()) })
-	<-m.srv.Ready()
+	<-m.srv.Loaded()
 	for _, file := range files {
 		m.deploy(tb, strings.TrimSuffix(file, ".wasm"), file)
 	}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"testing"
 
 	"github.com/berm-dev/berm/mcpserve"
@@ -25,45 +26,70 @@ func get(t *testing.T, url string) (code int, status, reason string) {
 	return resp.StatusCode, body.Status, body.Reason
 }
 
-// /healthz is readiness: 503 with Ready's reason while it fails, 200 once it
-// passes. /livez is liveness: 200 throughout. Neither needs the token.
-func TestHealthzReady(t *testing.T) {
-	h := newHarness(t, runtime.Limits{}, &mcpserve.Options{Ready: func(context.Context) error {
-		return errors.New("database unreachable")
-	}})
-	ts := h.serveHTTP(t, mcpserve.HTTPConfig{Token: "secret"})
+// The probes: /livez 200 throughout; /readyz 503 "loading" until the
+// programs found at start are loaded, then 200 whatever the state's health;
+// /healthz as /readyz and also 503 with CheckState's reason while it fails.
+// None needs the token.
+func TestProbes(t *testing.T) {
+	unreachable := func(context.Context) error { return errors.New("database unreachable") }
+	h := newHarness(t, runtime.Limits{}, &mcpserve.Options{CheckState: unreachable})
+	h.deploy(t, "echo", "echo.wasm")
+	cfg := mcpserve.HTTPConfig{Token: "secret"}
+	// Not started: nothing loaded yet.
+	early := httptest.NewServer(h.srv.Handler(cfg))
+	t.Cleanup(early.Close)
+	unstarted := h.srv
+	t.Cleanup(func() { unstarted.Close(context.Background()) })
+	for _, path := range []string{"/readyz", "/healthz"} {
+		if code, status, reason := get(t, early.URL+path); code != http.StatusServiceUnavailable || status != "not ready" || reason != "loading" {
+			t.Fatalf("%s before the programs loaded = %d %q %q; want 503 not ready, loading", path, code, status, reason)
+		}
+	}
+	if code, status, _ := get(t, early.URL+"/livez"); code != http.StatusOK || status != "live" {
+		t.Fatalf("livez before the programs loaded = %d %q; want 200 live", code, status)
+	}
+
+	h.build(&mcpserve.Options{CheckState: unreachable})
+	ts := h.serveHTTP(t, cfg)
+	if code, status, _ := get(t, ts.URL+"/readyz"); code != http.StatusOK || status != "ok" {
+		t.Fatalf("readyz, loaded, state unreachable = %d %q; want 200 ok: calls that touch no data still work", code, status)
+	}
 	if code, status, reason := get(t, ts.URL+"/healthz"); code != http.StatusServiceUnavailable || status != "not ready" || reason != "database unreachable" {
-		t.Fatalf("healthz, not ready = %d %q %q; want 503 not ready, database unreachable", code, status, reason)
+		t.Fatalf("healthz, state unreachable = %d %q %q; want 503 not ready, database unreachable", code, status, reason)
 	}
 	if code, status, _ := get(t, ts.URL+"/livez"); code != http.StatusOK || status != "live" {
-		t.Fatalf("livez, not ready = %d %q; want 200 live", code, status)
+		t.Fatalf("livez, state unreachable = %d %q; want 200 live", code, status)
 	}
 	if code, _, _ := get(t, ts.URL+"/v1/programs"); code != http.StatusUnauthorized {
 		t.Fatalf("/v1/programs without the token = %d, want 401: only the probes are open", code)
 	}
 	// An answer stands for a second (ready_internal_test.go); a new server
 	// asks anew.
-	h.build(&mcpserve.Options{Ready: func(context.Context) error { return nil }})
-	ts = h.serveHTTP(t, mcpserve.HTTPConfig{Token: "secret"})
-	if code, status, _ := get(t, ts.URL+"/healthz"); code != http.StatusOK || status != "ok" {
-		t.Fatalf("healthz, ready = %d %q; want 200 ok", code, status)
+	h.build(&mcpserve.Options{CheckState: func(context.Context) error { return nil }})
+	ts = h.serveHTTP(t, cfg)
+	for _, path := range []string{"/readyz", "/healthz"} {
+		if code, status, _ := get(t, ts.URL+path); code != http.StatusOK || status != "ok" {
+			t.Fatalf("%s, healthy = %d %q; want 200 ok", path, code, status)
+		}
 	}
 }
 
-// Draining wins over readiness, as before there was any.
-func TestHealthzDrainingWhileNotReady(t *testing.T) {
-	h := newHarness(t, runtime.Limits{}, &mcpserve.Options{Ready: func(context.Context) error { return errors.New("database unreachable") }})
+// Draining wins over the state's health, on both probes.
+func TestProbesDraining(t *testing.T) {
+	h := newHarness(t, runtime.Limits{}, &mcpserve.Options{CheckState: func(context.Context) error { return errors.New("database unreachable") }})
 	ts := h.serveHTTP(t, mcpserve.HTTPConfig{})
 	if err := h.srv.Drain(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	if code, status, _ := get(t, ts.URL+"/healthz"); code != http.StatusServiceUnavailable || status != "draining" {
-		t.Fatalf("healthz = %d %q, want 503 draining", code, status)
+	for _, path := range []string{"/readyz", "/healthz"} {
+		if code, status, _ := get(t, ts.URL+path); code != http.StatusServiceUnavailable || status != "draining" {
+			t.Fatalf("%s = %d %q, want 503 draining", path, code, status)
+		}
 	}
 }
 
-// Hold answers on the address before the server exists (livez 200, healthz
-// 503 with the reason, anything else 503), then hands the very listener to
+// Hold answers on the address before the server exists (livez 200, readyz
+// and healthz 503 with the reason, anything else 503), then hands the very listener to
 // RunHTTP, which serves it until its context ends and closes it.
 func TestHoldThenServe(t *testing.T) {
 	cfg := mcpserve.HTTPConfig{Addr: "127.0.0.1:0"}
@@ -72,8 +98,14 @@ func TestHoldThenServe(t *testing.T) {
 		t.Fatal(err)
 	}
 	base := "http://" + hold.Addr().String()
-	if code, status, reason := get(t, base+"/healthz"); code != http.StatusServiceUnavailable || status != "not ready" || reason != "database unreachable" {
-		t.Fatalf("healthz, held = %d %q %q; want 503 not ready, database unreachable", code, status, reason)
+	for _, path := range []string{"/readyz", "/healthz"} {
+		if code, status, reason := get(t, base+path); code != http.StatusServiceUnavailable || status != "not ready" || reason != "database unreachable" {
+			t.Fatalf("%s, held = %d %q %q; want 503 not ready, database unreachable", path, code, status, reason)
+		}
+	}
+	hold.SetReason("loading")
+	if code, _, reason := get(t, base+"/readyz"); code != http.StatusServiceUnavailable || reason != "loading" {
+		t.Fatalf("readyz after SetReason = %d %q; want 503 loading", code, reason)
 	}
 	if code, status, _ := get(t, base+"/livez"); code != http.StatusOK || status != "live" {
 		t.Fatalf("livez, held = %d %q; want 200 live", code, status)
@@ -92,6 +124,7 @@ func TestHoldThenServe(t *testing.T) {
 	done := make(chan error, 1)
 	cfg.Addr, cfg.Listener = hold.Addr().String(), ln
 	go func() { done <- h.srv.RunHTTP(ctx, cfg, 0) }()
+	<-h.srv.Loaded()
 	if code, status, _ := get(t, base+"/healthz"); code != http.StatusOK || status != "ok" {
 		t.Fatalf("healthz, served = %d %q; want 200 ok", code, status)
 	}

@@ -47,7 +47,7 @@ func TestSessionsDoNotKeepLastRequest(t *testing.T) {
 	h := newHarness(t, runtime.Limits{MaxArgs: 8 << 20}, nil)
 	h.deploy(t, "echo", "echo.wasm")
 	ts := h.serveHTTP(t, mcpserve.HTTPConfig{MaxBody: 8 << 20})
-	<-h.srv.Ready()
+	<-h.srv.Loaded()
 	url := ts.URL + "/mcp"
 	base := heapInuse()
 	msg := strings.Repeat("x", size)

@@ -76,13 +76,14 @@ type Options struct {
 	// DataUsage, when set, is a program's key-value bytes as its store
 	// charges them (store.Store.DataUsage), read at each scrape of /metrics.
 	DataUsage func(program string) (int64, error)
-	// Ready, when set, tells whether the server can serve what it holds
-	// (berm serve passes its state's Ping). GET /healthz asks it, at most
-	// once a second however often it is probed, each time within
-	// ReadyTimeout, and answers 503 while it fails. Its error's text is the
-	// reason /healthz gives to anyone who can reach it (no token needed):
-	// keep it short and free of secrets.
-	Ready func(ctx context.Context) error
+	// CheckState, when set, tells whether the state the server holds can be
+	// reached (berm serve passes its state's Ping). GET /healthz asks it,
+	// at most once a second however often it is probed, each time within
+	// CheckStateTimeout, and answers 503 while it fails; GET /readyz does
+	// not ask it. Its error's text is the reason /healthz gives to anyone
+	// who can reach it (no token needed): keep it short and free of
+	// secrets.
+	CheckState func(ctx context.Context) error
 }
 
 // Puller pulls an OCI reference for a deploy through the control API,
@@ -118,7 +119,7 @@ type Server struct {
 	idSeq    atomic.Uint64 // of request ids
 	closed   sync.Once
 
-	ready readiness // the cached answer of opts.Ready
+	health stateHealth // the cached answer of opts.CheckState
 
 	metricsOnce sync.Once
 	metrics     atomic.Pointer[metrics] // nil unless the HTTP service serves /metrics
@@ -157,6 +158,7 @@ func New(svc *service.Service, opts *Options) *Server {
 
 		idPrefix: randomHex(4) + "-",
 	}
+	s.health.ask, s.health.log, s.health.now = o.CheckState, o.Logger, time.Now
 	s.workers.Add(o.MaxConcurrent)
 	for range o.MaxConcurrent {
 		go s.worker()
@@ -219,8 +221,8 @@ func (s *Server) Start(ctx context.Context) error {
 	return nil
 }
 
-// Ready is closed once the programs Start found are compiled and callable.
-func (s *Server) Ready() <-chan struct{} { return s.svc.Loaded() }
+// Loaded is closed once the programs Start found are compiled and callable.
+func (s *Server) Loaded() <-chan struct{} { return s.svc.Loaded() }
 
 // Close stops taking calls, waits for those in flight (until ctx is done),
 // then stops every goroutine the server and its service started. Close the
