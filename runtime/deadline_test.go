@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	goruntime "runtime"
 	"strconv"
 	"strings"
 	"testing"
@@ -97,6 +98,7 @@ func TestDeadlinePaths(t *testing.T) {
 					if took > deadline+slack {
 						t.Errorf("stopped %v after the deadline", took-deadline)
 					}
+					t.Logf("stopped %v after the deadline", took-deadline)
 				})
 			}
 			t.Run("canceled", func(t *testing.T) {
@@ -207,6 +209,42 @@ func BenchmarkKernel(b *testing.B) {
 				out, err := rt.Call(ctx, "kernel", "sha256", args)
 				if err != nil || string(out.Result) != want {
 					b.Fatalf("%q, %v", out.Result, err)
+				}
+			}
+		})
+	}
+}
+
+// TestDeadlineLetsGoRun spins a program on every core while the garbage
+// collector stops the world: compiled code cannot be preempted, so it is the
+// ticks that let the collection, and the timers of the deadline, through.
+func TestDeadlineLetsGoRun(t *testing.T) {
+	for _, path := range paths {
+		t.Run(path.name, func(t *testing.T) {
+			rt := newRuntime(t, &runtime.Options{PlainDeadlines: path.plain, Limits: runtime.Limits{Deadline: time.Second}})
+			deployFile(t, rt, "kernel", filepath.Join("testdata", "kernel", "kernel.wasm"))
+			deployFile(t, rt, "stop", filepath.Join("transform", "testdata", "stop.wasm"))
+			spinners := goruntime.GOMAXPROCS(0) + 1
+			done := make(chan error, spinners)
+			for i := range spinners {
+				program, tool := "kernel", "spin"
+				if i%2 == 1 {
+					program, tool = "stop", "loop"
+				}
+				go func() {
+					_, err := rt.Call(context.Background(), program, tool, []byte(`{}`))
+					done <- err
+				}()
+			}
+			time.Sleep(100 * time.Millisecond)
+			start := time.Now()
+			goruntime.GC()
+			if took := time.Since(start); took > 500*time.Millisecond {
+				t.Errorf("a collection took %v beside programs in loops", took)
+			}
+			for range spinners {
+				if err := <-done; !errors.Is(err, runtime.ErrDeadline) {
+					t.Errorf("got %v, want ErrDeadline", err)
 				}
 			}
 		})
