@@ -81,7 +81,7 @@ grants, and warns about a grant it cannot use.
 			}
 			opts := deployOptions{
 				root:      cmd.String("root"),
-				state:     cmd.String("state"),
+				state:     stateFlag(cmd),
 				example:   cmd.String("example"),
 				json:      cmd.Bool("json"),
 				plainHTTP: cmd.Bool("plain-http"),

@@ -47,7 +47,7 @@ say) serves each new deployment within a second and tells its clients
 			if dir == "" {
 				dir = "."
 			}
-			opts := devOptions{root: cmd.String("root"), state: cmd.String("state"), remote: readServerFlags(cmd), debounce: 200 * time.Millisecond}
+			opts := devOptions{root: cmd.String("root"), state: stateFlag(cmd), remote: readServerFlags(cmd), debounce: 200 * time.Millisecond}
 			return runDev(ctx, e, opts, dir)
 		},
 	}

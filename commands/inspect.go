@@ -41,7 +41,7 @@ it carries berm's annotation), anything else is a deployed name.
 			if cmd.Args().Len() != 1 {
 				return usagef("inspect takes one FILE|NAME")
 			}
-			opts := inspectOptions{root: cmd.String("root"), state: cmd.String("state"), json: cmd.Bool("json"), plainHTTP: cmd.Bool("plain-http"), remote: readServerFlags(cmd)}
+			opts := inspectOptions{root: cmd.String("root"), state: stateFlag(cmd), json: cmd.Bool("json"), plainHTTP: cmd.Bool("plain-http"), remote: readServerFlags(cmd)}
 			return runInspect(ctx, e, opts, cmd.Args().First())
 		},
 	}
@@ -119,7 +119,7 @@ func printInspect(e *env, out service.Details) error {
 	fmt.Fprintf(w, "digest:    %s\n", out.Digest)
 	fmt.Fprintf(w, "size:      %s\n", formatSize(int64(out.Size)))
 	if out.Source != "" {
-		fmt.Fprintf(w, "source:    %s\n", out.Source)
+		fmt.Fprintf(w, "source:    %s\n", printable(out.Source))
 	}
 	fmt.Fprintf(w, "syscalls:  %s\n", listOrNone(out.Syscalls))
 	fmt.Fprintf(w, "calls:     %s\n", listOrNone(out.Calls))

@@ -37,7 +37,7 @@ example it was deployed from). --json has every grant in full.
 			if cmd.Args().Len() > 0 {
 				return usagef("ls takes no arguments")
 			}
-			return runLs(ctx, e, lsOptions{root: cmd.String("root"), state: cmd.String("state"), json: cmd.Bool("json"), remote: readServerFlags(cmd)})
+			return runLs(ctx, e, lsOptions{root: cmd.String("root"), state: stateFlag(cmd), json: cmd.Bool("json"), remote: readServerFlags(cmd)})
 		},
 	}
 }
@@ -50,7 +50,7 @@ func runLs(ctx context.Context, e *env, opts lsOptions) error {
 	for _, p := range list {
 		if p.Error != "" {
 			// One damaged image must not hide every other deployment.
-			fmt.Fprintf(e.stderr, "berm: warning: %s: %s\n", p.Name, printable(p.Error))
+			fmt.Fprintf(e.stderr, "berm: warning: %s: %s\n", printable(p.Name), printable(p.Error))
 		}
 	}
 	if opts.json {
@@ -59,7 +59,7 @@ func runLs(ctx context.Context, e *env, opts lsOptions) error {
 	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "NAME\tDIGEST\tTOOLS\tGRANTS\tSOURCE")
 	for _, p := range list {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", p.Name, shortDigest(p.Digest), strings.Join(p.Tools, ","), printable(p.Grants.Short()), printable(p.Source))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", printable(p.Name), shortDigest(p.Digest), strings.Join(p.Tools, ","), printable(p.Grants.Short()), printable(p.Source))
 	}
 	return tw.Flush()
 }

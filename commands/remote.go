@@ -44,6 +44,10 @@ func readServerFlags(cmd *cli.Command) remote {
 	if err != nil {
 		return remote{err: err}
 	}
+	if r.server != "" && stateFlag(cmd) != "" {
+		// A server acts on its own state; --state would be ignored.
+		return remote{err: usagef("--state and a server (%s) both say where to act: give one (a server uses the state it was started with)", r.server)}
+	}
 	return r
 }
 

@@ -35,7 +35,7 @@ with berm.set. The image stays in the store, addressed by its digest.
 			if cmd.Args().Len() == 0 {
 				return usagef("rm takes at least one NAME")
 			}
-			opts := rmOptions{root: cmd.String("root"), state: cmd.String("state"), keepData: cmd.Bool("keep-data"), remote: readServerFlags(cmd)}
+			opts := rmOptions{root: cmd.String("root"), state: stateFlag(cmd), keepData: cmd.Bool("keep-data"), remote: readServerFlags(cmd)}
 			return runRm(ctx, e, opts, cmd.Args().Slice())
 		},
 	}

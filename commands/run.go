@@ -52,7 +52,7 @@ runs it. A FILE or REF is granted nothing unless the grant flags say so:
 ` + exitCodesHelp,
 		Flags: append(append(limitFlags(), registryFlags()...), grantFlags()...),
 		Action: func(ctx context.Context, cmd *cli.Command) error {
-			opts := runOptions{root: cmd.String("root"), state: cmd.String("state"), plainHTTP: cmd.Bool("plain-http"), limitOptions: readLimitFlags(cmd)}
+			opts := runOptions{root: cmd.String("root"), state: stateFlag(cmd), plainHTTP: cmd.Bool("plain-http"), limitOptions: readLimitFlags(cmd)}
 			grants, err := readGrantFlags(cmd, false)
 			if err != nil {
 				return err

@@ -73,7 +73,7 @@ See docs/index.md for the index's format.`,
 			}
 			opts := searchOptions{
 				root:    cmd.String("root"),
-				state:   cmd.String("state"),
+				state:   stateFlag(cmd),
 				index:   cmd.String("index"),
 				json:    cmd.Bool("json"),
 				refresh: cmd.Bool("refresh"),

@@ -67,9 +67,10 @@ Replicas: with --state postgres://... (or BERM_STATE) every berm serve that
 names the same database serves the same programs and data, and sees a deploy
 made through any of them (or berm deploy --state) within a second. Each keeps
 compiled code under its own --root; without one it compiles at every start.
-A database unreachable at start is retried (250ms doubling to 10s) until it
-answers; meanwhile GET /livez answers 200 and GET /readyz and /healthz 503
-"not ready". A database that answers no (a wrong password or database name,
+Over HTTP, a database unreachable at start is retried (250ms doubling to
+10s) until it answers; meanwhile GET /livez answers 200 and GET /readyz and
+/healthz 503 "not ready". With --stdio it is an error at once, which the
+client shows. A database that answers no (a wrong password or database name,
 a schema from a newer berm) is an error at once.
 Behind a balancer without sticky sessions, add --stateless: each request
 stands alone, so any replica answers it; clients keep tools/list, tools/call
@@ -115,7 +116,7 @@ flags and --root.`,
 			}
 			opts := serveOptions{
 				root:  cmd.String("root"),
-				state: cmd.String("state"),
+				state: stateFlag(cmd),
 				stdio: cmd.Bool("stdio"),
 				http: mcpserve.HTTPConfig{
 					Addr:    cmd.String("addr"),
@@ -286,7 +287,7 @@ func runServe(ctx context.Context, e *env, opts serveOptions) error {
 	// The database may go away between opening it and reading its
 	// deployments: that is waited for as at the open, not an exit that a
 	// supervisor would turn into a crash loop.
-	if err := retryUnavailable(ctx, logger, "read the deployments", markUnreachable(hold), func() error { return srv.Start(ctx) }); err != nil {
+	if err := opts.waitForState(ctx, logger, "read the deployments", hold, func() error { return srv.Start(ctx) }); err != nil {
 		if ctx.Err() != nil {
 			logger.Info("stopped before the database answered")
 			return nil
@@ -392,7 +393,7 @@ func openServeState(ctx context.Context, opts *serveOptions, logger *slog.Logger
 			return nil, nil, err
 		}
 	}
-	err = retryUnavailable(ctx, logger, "open", markUnreachable(hold), func() error {
+	err = opts.waitForState(ctx, logger, "open", hold, func() error {
 		var err error
 		st, err = openDatabase(ctx, opts.state, logger, true)
 		return err
@@ -407,6 +408,17 @@ func openServeState(ctx context.Context, opts *serveOptions, logger *slog.Logger
 		hold.SetReason("loading")
 	}
 	return st, hold, nil
+}
+
+// waitForState runs try, and over HTTP tries again while the state is
+// unavailable. A stdio server tries once: its client started it, shows its
+// error and may start it again, and a server waiting for a database would
+// not notice the client close its stdin.
+func (opts *serveOptions) waitForState(ctx context.Context, logger *slog.Logger, what string, hold *mcpserve.Holding, try func() error) error {
+	if opts.stdio {
+		return try()
+	}
+	return retryUnavailable(ctx, logger, what, markUnreachable(hold), try)
 }
 
 // markUnreachable is a wait's callback that has hold's probes say why.

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/urfave/cli/v3"
+
 	"github.com/berm-dev/berm/runtime/store"
 )
 
@@ -19,6 +21,10 @@ const stateFlagUsage = "where berm's deployments, images and programs' data live
 	"postgres://USER:PASSWORD@HOST:PORT/DB (or postgresql://) for a PostgreSQL database that many berm serve replicas share. " +
 	"Opening a database creates or upgrades berm's tables (berm_*) in it, whichever command opens it; " +
 	"compiled code and config stay under --root on local disk"
+
+// stateFlag is --state (or BERM_STATE) without the spaces and line ends
+// around it, which a secret mounted from a file often ends with.
+func stateFlag(cmd *cli.Command) string { return strings.TrimSpace(cmd.String("state")) }
 
 // stateSchemes are the schemes --state takes besides empty.
 var stateSchemes = []string{"postgres", "postgresql"}
@@ -146,7 +152,7 @@ func retryUnavailable(ctx context.Context, logger *slog.Logger, what string, wai
 				return werr
 			}
 		}
-		logger.Error("state: database unreachable; retrying", "what", what, "error", err, "retry_in", delay, "attempt", attempt)
+		logger.Error("state: database unreachable; retrying", "what", what, "error", err, "retry_in", delay.String(), "attempt", attempt)
 		select {
 		case <-ctx.Done():
 			return fmt.Errorf("gave up waiting for the database: %w", err)

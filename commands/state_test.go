@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"net/http"
 	neturl "net/url"
+	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -291,5 +293,58 @@ func waitForLog(t *testing.T, log *syncBuffer, re *regexp.Regexp) string {
 			t.Fatalf("no line matching %s in the log:\n%s", re, log)
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// --state with a server to drive is ambiguous (a server acts on its own
+// state): refused, not ignored.
+func TestStateWithServerRefused(t *testing.T) {
+	code, stderr := mainIn(t, t.TempDir(), nil, "--state", "postgres://berm@127.0.0.1:1/berm", "ls", "--server", "http://127.0.0.1:1")
+	if code != 2 || !strings.Contains(stderr, "give one") {
+		t.Fatalf("exit %d, want 2 and --state with --server refused\n%s", code, stderr)
+	}
+}
+
+// A line end or spaces around --state, as a secret read from a file has, are
+// not part of it.
+func TestStateTrimmed(t *testing.T) {
+	t.Setenv("BERM_STATE", " redis://cache\n")
+	code, stderr := mainIn(t, t.TempDir(), nil, "ls")
+	if code != 2 || !strings.Contains(stderr, `unknown scheme "redis"`) {
+		t.Fatalf("exit %d, want 2 and the scheme read without the spaces\n%s", code, stderr)
+	}
+}
+
+// A deployment record's name is printed escaped: a row or file planted with
+// terminal escapes cannot drive the terminal of whoever lists.
+func TestLsEscapesDamagedNames(t *testing.T) {
+	root := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(root, "deployments"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(root, "deployments", "x\x1b[31mRED.json"), []byte("{}"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var stdout bytes.Buffer
+	code, stderr := mainIn(t, root, &stdout, "ls")
+	if strings.ContainsRune(stderr+stdout.String(), '\x1b') {
+		t.Fatalf("ls printed a raw escape (exit %d)\nstdout: %q\nstderr: %q", code, stdout.String(), stderr)
+	}
+	if !strings.Contains(stderr, `x\x1b[31mRED`) {
+		t.Fatalf("ls does not name the damaged record, escaped: %q", stderr)
+	}
+}
+
+// berm serve --stdio with its database unreachable fails at once rather than
+// wait: its client started it and shows the error, and a server waiting
+// would not see the client close its stdin.
+func TestServeStdioUnreachableFails(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	var stdout, stderr bytes.Buffer
+	code := commands.Main(ctx, []string{"berm", "--root", t.TempDir(), "--state", "postgres://berm@127.0.0.1:1/berm?connect_timeout=2", "serve", "--stdio"},
+		strings.NewReader(""), &stdout, &stderr)
+	if code != 2 || !strings.Contains(stderr.String(), "127.0.0.1:1") || ctx.Err() != nil {
+		t.Fatalf("exit %d (ctx %v), want 2 at once naming the database\n%s", code, ctx.Err(), stderr.String())
 	}
 }

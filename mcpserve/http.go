@@ -241,7 +241,7 @@ func (s *Server) Handler(cfg HTTPConfig) http.Handler {
 func (s *Server) listPrograms(w http.ResponseWriter, r *http.Request) {
 	list, err := s.svc.List()
 	if err != nil {
-		writeError(w, http.StatusInternalServerError, "internal", err)
+		writeStoreError(w, err)
 		return
 	}
 	writeJSON(w, http.StatusOK, list)
@@ -329,10 +329,17 @@ func writeStoreError(w http.ResponseWriter, err error) {
 		writeError(w, http.StatusBadRequest, "grant", err)
 	case errors.Is(err, runtime.ErrRefused), errors.Is(err, manifest.ErrServedName), errors.Is(err, ErrUnservable):
 		writeError(w, http.StatusBadRequest, "refused", err)
+	case errors.Is(err, store.ErrUnavailable):
+		// The client may try again; where the database is, is the
+		// operator's to read in the log.
+		writeError(w, http.StatusServiceUnavailable, "unavailable", errStateUnavailable)
 	default:
 		writeError(w, http.StatusInternalServerError, "internal", err)
 	}
 }
+
+// errStateUnavailable is what a client is told of a state it cannot reach now.
+var errStateUnavailable = fmt.Errorf("the server's %w: try again later", store.ErrUnavailable)
 
 func writeError(w http.ResponseWriter, status int, kind string, err error) {
 	writeJSON(w, status, control.ErrorBody{Error: err.Error(), Kind: kind})

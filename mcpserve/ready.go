@@ -200,7 +200,7 @@ func Hold(cfg HTTPConfig, reason string, logger *slog.Logger) (*Holding, error) 
 		MaxHeaderBytes:    64 << 10,
 		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
 	}
-	logger.Info("listen, not ready", "addr", ln.Addr(), "reason", reason)
+	logger.Info("listen, not ready", "addr", ln.Addr().String(), "reason", reason)
 	if cfg.Listening != nil {
 		cfg.Listening(ln.Addr())
 	}

@@ -197,6 +197,7 @@ var kinds = map[string]error{
 	"too_large":    runtime.ErrRefused,
 	"unauthorized": ErrUnauthorized,
 	"grant":        sandbox.ErrGrant,
+	"unavailable":  store.ErrUnavailable,
 }
 
 // remoteError is a server's message that already names its sentinel.
