@@ -59,8 +59,9 @@ func deployFile(tb testing.TB, rt *runtime.Runtime, name, path string) {
 // compute kernel that ends, with the same result on both.
 func TestDeadlinePaths(t *testing.T) {
 	const deadline = 200 * time.Millisecond
-	// Generous for a loaded machine: the fast path stops in microseconds.
-	const slack = 300 * time.Millisecond
+	// Generous for a loaded CI machine, where a goroutine may wait that long
+	// for a core: the fast path stops in about a millisecond (logged).
+	const slack = time.Second
 	tests := []struct {
 		program, tool string
 		fastOnly      bool
@@ -218,10 +219,15 @@ func BenchmarkKernel(b *testing.B) {
 // TestDeadlineLetsGoRun spins a program on every core while the garbage
 // collector stops the world: compiled code cannot be preempted, so it is the
 // ticks that let the collection, and the timers of the deadline, through.
+// Without them the collection waits for calls that only the deadline's timer
+// can end, which cannot run meanwhile: the process hangs. The bound on the
+// collection is the deadline's, not a speed: it shows that the collection
+// did not need the calls to end, on a machine however loaded.
 func TestDeadlineLetsGoRun(t *testing.T) {
+	const deadline = 5 * time.Second
 	for _, path := range paths {
 		t.Run(path.name, func(t *testing.T) {
-			rt := newRuntime(t, &runtime.Options{PlainDeadlines: path.plain, Limits: runtime.Limits{Deadline: time.Second}})
+			rt := newRuntime(t, &runtime.Options{PlainDeadlines: path.plain, Limits: runtime.Limits{Deadline: deadline}})
 			deployFile(t, rt, "kernel", filepath.Join("testdata", "kernel", "kernel.wasm"))
 			deployFile(t, rt, "stop", filepath.Join("transform", "testdata", "stop.wasm"))
 			spinners := goruntime.GOMAXPROCS(0) + 1
@@ -239,8 +245,8 @@ func TestDeadlineLetsGoRun(t *testing.T) {
 			time.Sleep(100 * time.Millisecond)
 			start := time.Now()
 			goruntime.GC()
-			if took := time.Since(start); took > 500*time.Millisecond {
-				t.Errorf("a collection took %v beside programs in loops", took)
+			if took := time.Since(start); took > deadline-time.Second {
+				t.Errorf("a collection took %v beside programs in loops, near their deadline of %v", took, deadline)
 			}
 			for range spinners {
 				if err := <-done; !errors.Is(err, runtime.ErrDeadline) {
