@@ -60,11 +60,11 @@ test: deps check-fixtures check-examples
 # test-race runs the packages with goroutines of their own (the server, the
 # runtime's workers and store, the service, the commands in-process) under the
 # race detector, which needs cgo and so gcc. Skipped there: tests that are one
-# goroutine compiling or merging the 3.4 MB Go example (wazero's compiler runs
+# goroutine compiling, merging or rewriting the 3.4 MB Go example (wazero's compiler runs
 # ~10x slower instrumented: TestCoalesceHello alone took 145 s), and those
 # whose concurrency is between processes, which -race cannot see.
 RACE_PACKAGES = ./mcpserve/ ./runtime/... ./internal/... ./commands/
-RACE_SKIP = ^(TestCoalesceHello|FuzzCoalesceData|TestCrashConsistency|TestFullDisk)$$
+RACE_SKIP = ^(TestCoalesceHello|FuzzCoalesceData|TestDeadlineCompiles|FuzzDeadline|TestCrashConsistency|TestFullDisk)$$
 test-race:
 	CGO_ENABLED=1 $(GO) test -race -count=1 -skip '$(RACE_SKIP)' $(RACE_PACKAGES)
 
