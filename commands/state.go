@@ -79,14 +79,18 @@ func openState(ctx context.Context, root, state string, mode rootMode) (store.St
 	if root == "" {
 		return nil, noRoot()
 	}
+	open := store.OpenExisting
 	if mode == createRoot {
-		return store.Open(root)
+		open = store.Open
 	}
-	st, err := store.OpenExisting(root)
-	if errors.Is(err, fs.ErrNotExist) {
+	st, err := open(root)
+	if mode == existingRoot && errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
-	return st, err
+	if err != nil {
+		return nil, err // never a typed nil in the interface
+	}
+	return st, nil
 }
 
 // closeState closes st, which may be nil. The directory backend holds
