@@ -51,9 +51,9 @@ func newRuntime(ctx context.Context, root string, st store.State, cfg runtimeCon
 		ModuleConfig: host.ModuleConfig(),
 		Log:          cfg.log,
 		Observer:     cfg.observer,
-		// The escape hatch should the deadline's rewrite of a module
-		// misbehave: wazero's own check, many times slower in loops.
-		PlainDeadlines: os.Getenv("BERM_PLAIN") == "1",
+		// The deadline's rewrite of modules, opt-in while work that no
+		// loop counts can outrun it (runtime.Options.FastDeadlines).
+		FastDeadlines: os.Getenv("BERM_FAST") == "1",
 	}
 	if cfg.logger != nil {
 		// What a program is not shown of a host failure, the operator is.

@@ -78,7 +78,7 @@ func TestDeadlinePaths(t *testing.T) {
 	}
 	for _, path := range paths {
 		t.Run(path.name, func(t *testing.T) {
-			rt := newRuntime(t, &runtime.Options{PlainDeadlines: path.plain, Limits: runtime.Limits{Deadline: deadline}})
+			rt := newRuntime(t, &runtime.Options{FastDeadlines: !path.plain, Limits: runtime.Limits{Deadline: deadline}})
 			deployFile(t, rt, "kernel", filepath.Join("testdata", "kernel", "kernel.wasm"))
 			deployFile(t, rt, "stop", filepath.Join("transform", "testdata", "stop.wasm"))
 			deployFile(t, rt, "startloop", filepath.Join("transform", "testdata", "startloop.wasm"))
@@ -87,7 +87,7 @@ func TestDeadlinePaths(t *testing.T) {
 			deploy(t, rt, "core", "core.wasm")
 			for _, tt := range tests {
 				t.Run(tt.program+"."+tt.tool, func(t *testing.T) {
-					if tt.fastOnly && (path.plain || os.Getenv("BERM_PLAIN") == "1") {
+					if tt.fastOnly && path.plain && os.Getenv("BERM_FAST") != "1" {
 						t.Skip("the plain path does not stop it")
 					}
 					start := time.Now()
@@ -112,7 +112,7 @@ func TestDeadlinePaths(t *testing.T) {
 			})
 			t.Run("kernel", func(t *testing.T) {
 				// The plain path takes over the short deadline for this.
-				rt := newRuntime(t, &runtime.Options{PlainDeadlines: path.plain})
+				rt := newRuntime(t, &runtime.Options{FastDeadlines: !path.plain})
 				deployFile(t, rt, "kernel", filepath.Join("testdata", "kernel", "kernel.wasm"))
 				out, err := rt.Call(context.Background(), "kernel", "sha256", []byte(`{"mib":3}`))
 				if err != nil || string(out.Result) != kernelDigest(3) {
@@ -202,7 +202,7 @@ func BenchmarkKernel(b *testing.B) {
 	})
 	for _, path := range paths {
 		b.Run(path.name, func(b *testing.B) {
-			rt := newRuntime(b, &runtime.Options{PlainDeadlines: path.plain})
+			rt := newRuntime(b, &runtime.Options{FastDeadlines: !path.plain})
 			if _, err := rt.Deploy(ctx, "kernel", image, nil); err != nil {
 				b.Fatal(err)
 			}
@@ -227,7 +227,7 @@ func TestDeadlineLetsGoRun(t *testing.T) {
 	const deadline = 5 * time.Second
 	for _, path := range paths {
 		t.Run(path.name, func(t *testing.T) {
-			rt := newRuntime(t, &runtime.Options{PlainDeadlines: path.plain, Limits: runtime.Limits{Deadline: deadline}})
+			rt := newRuntime(t, &runtime.Options{FastDeadlines: !path.plain, Limits: runtime.Limits{Deadline: deadline}})
 			deployFile(t, rt, "kernel", filepath.Join("testdata", "kernel", "kernel.wasm"))
 			deployFile(t, rt, "stop", filepath.Join("transform", "testdata", "stop.wasm"))
 			spinners := goruntime.GOMAXPROCS(0) + 1

@@ -19,13 +19,13 @@ func newRuntime(tb testing.TB, opts *runtime.Options) *runtime.Runtime {
 func newRuntimeDepth(tb testing.TB, depth int, syscalls []runtime.Syscall, opts *runtime.Options) *runtime.Runtime {
 	tb.Helper()
 	ctx := context.Background()
-	// BERM_PLAIN=1 runs every test on the plain path of deadlines.
-	if os.Getenv("BERM_PLAIN") == "1" {
+	// BERM_FAST=1 runs every test on the fast path of deadlines.
+	if os.Getenv("BERM_FAST") == "1" {
 		o := runtime.Options{}
 		if opts != nil {
 			o = *opts
 		}
-		o.PlainDeadlines = true
+		o.FastDeadlines = true
 		opts = &o
 	}
 	rt, err := runtime.New(ctx, depth, syscalls, opts)

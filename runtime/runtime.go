@@ -132,11 +132,14 @@ type Options struct {
 	HostError func(ctx context.Context, program, tool string, err error)
 	// Observer receives compile and instantiate times, for metrics.
 	Observer Observer
-	// PlainDeadlines compiles every program as it is, and has wazero check
-	// the deadline at every loop header (WithCloseOnContextDone): the way
-	// berm stopped programs before transform.Deadline, many times slower in
-	// a compute loop, kept so that the two can be tested against each other.
-	PlainDeadlines bool
+	// FastDeadlines compiles programs rewritten by transform.Deadline, which
+	// tests a stop flag every transform.Period loop headers and calls,
+	// rather than wazero's check at every loop header (WithCloseOnContextDone,
+	// the plain path, several times slower in a compute loop). Experimental:
+	// work that no loop counts (bulk memory, syscalls, nested calls in a
+	// loop) runs on past the deadline, and while it does the goroutine
+	// cannot be preempted, which stops the process at its next collection.
+	FastDeadlines bool
 }
 
 // Runtime deploys programs and calls their tools. One wazero runtime
@@ -145,7 +148,7 @@ type Runtime struct {
 	// wz compiles what transform.Deadline rewrote, and stops it by the
 	// global the rewrite adds; plain compiles modules as they are, and
 	// closes them when their context is done. They are one and the same
-	// with Options.PlainDeadlines; otherwise plain is made when a module
+	// without Options.FastDeadlines; otherwise plain is made when a module
 	// the transform does not rewrite first needs it.
 	wz           *wazeroRuntime
 	plain        *wazeroRuntime
@@ -228,12 +231,12 @@ func New(ctx context.Context, maxCallDepth int, syscalls []Syscall, opts *Option
 		base = wazero.NewModuleConfig().WithRandSource(rand.Reader)
 	}
 	r.modConfig = base.WithName("").WithStartFunctions()
-	wz, err := r.newWazero(ctx, opts.PlainDeadlines)
+	wz, err := r.newWazero(ctx, !opts.FastDeadlines)
 	if err != nil {
 		return nil, err
 	}
 	r.wz = wz
-	if opts.PlainDeadlines {
+	if !opts.FastDeadlines {
 		r.plain = wz
 	}
 	return r, nil
