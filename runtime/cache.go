@@ -51,7 +51,16 @@ func (r *Runtime) compileStoppable(ctx context.Context, image []byte, stoppable 
 	// deadline itself: slower, never unstoppable.
 	wz := r.wz
 	if wz != r.plain {
-		if s, err := transform.Deadline(image); err == nil {
+		// The module must be valid as it came: one that names the globals
+		// the rewrite adds, before they exist, would become valid and hold
+		// its deadline off. It is compiled as it is, in a runtime of its
+		// own that caches nothing; an invalid one goes to the plain compile
+		// below, which says why.
+		check := wazero.NewRuntimeWithConfig(ctx, wz.config)
+		_, err := check.CompileModule(ctx, image)
+		check.Close(ctx)
+		s, terr := transform.Deadline(image)
+		if err == nil && terr == nil {
 			*stoppable, image = s, s.Module
 		} else if wz, err = r.plainRuntime(ctx); err != nil {
 			return nil, nil, err

@@ -17,6 +17,8 @@ import (
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
 
+	"github.com/berm-dev/berm/internal/wasmbin"
+	"github.com/berm-dev/berm/manifest"
 	"github.com/berm-dev/berm/runtime"
 )
 
@@ -262,6 +264,35 @@ func TestDeadlineLetsGoRun(t *testing.T) {
 				if err := <-done; !errors.Is(err, runtime.ErrDeadline) {
 					t.Errorf("got %v, want ErrDeadline", err)
 				}
+			}
+		})
+	}
+}
+
+// A module that names a global it does not have is invalid, and stays so on
+// the fast path: the rewrite adds two globals (the stop flag and the
+// counter), and a module that names them before they exist would otherwise
+// become valid, hold its counter up and spin past every deadline.
+func TestDeadlineRewriteValidatesFirst(t *testing.T) {
+	b := []byte(wasmbin.Header)
+	b = wasmbin.AppendSection(b, 1, []byte{1, 0x60, 0, 0}) // a type: () -> ()
+	b = wasmbin.AppendSection(b, 3, []byte{1, 0})          // function 0 of it
+	b = wasmbin.AppendSection(b, 5, []byte{1, 0, 1})       // a memory of one page
+	exports := append(wasmbin.AppendName([]byte{2}, "memory"), 2, 0)
+	exports = append(wasmbin.AppendName(exports, "berm_tool_spin"), 0, 0)
+	b = wasmbin.AppendSection(b, 7, exports)
+	// loop: global.set 1 (i32.const 1000); br 0; end; end: global 1 is the
+	// rewrite's counter.
+	body := []byte{0, 0x03, 0x40, 0x41, 0xe8, 0x07, 0x24, 0x01, 0x0c, 0x00, 0x0b, 0x0b}
+	code := append(wasmbin.AppendULEB([]byte{1}, uint64(len(body))), body...)
+	b = wasmbin.AppendSection(b, 10, code)
+	image := manifest.AppendSection(b, []byte(`{"abi_version":0,"tools":[{"name":"spin"}]}`))
+	for _, path := range paths {
+		t.Run(path.name, func(t *testing.T) {
+			rt := newRuntime(t, &runtime.Options{FastDeadlines: !path.plain, Limits: runtime.Limits{Deadline: 200 * time.Millisecond}})
+			_, err := rt.Deploy(context.Background(), "invalid", image, nil)
+			if !errors.Is(err, manifest.ErrInvalid) {
+				t.Fatalf("deploy of a module naming a global it lacks: %v, want ErrInvalid", err)
 			}
 		})
 	}

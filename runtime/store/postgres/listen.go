@@ -48,7 +48,7 @@ func (s *State) listen(conn *pgx.Conn) {
 		if s.ctx.Err() != nil {
 			return
 		}
-		s.log.Warn("postgres: lost the connection that listens for deployment changes; reconnecting", "addr", s.addr, "err", err)
+		s.log.Warn("postgres: lost the connection that listens for deployment changes; reconnecting", "addr", s.addr, "error", err)
 		backoff := minBackoff
 		for {
 			select {
@@ -63,7 +63,7 @@ func (s *State) listen(conn *pgx.Conn) {
 			if s.ctx.Err() != nil {
 				return
 			}
-			s.log.Warn("postgres: reconnecting to listen for deployment changes", "addr", s.addr, "err", err, "retry_in", backoff)
+			s.log.Warn("postgres: reconnecting to listen for deployment changes", "addr", s.addr, "error", err, "retry_in", backoff.String())
 			backoff = min(2*backoff, maxBackoff)
 		}
 		s.log.Info("postgres: listening for deployment changes again", "addr", s.addr)
