@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -40,12 +41,17 @@ func TestStateRefusesUnknownScheme(t *testing.T) {
 	}
 }
 
-// BERM_STATE is --state.
+// BERM_STATE is --state, without the spaces or line end around it that a
+// secret read from a file has.
 func TestStateFromEnvironment(t *testing.T) {
-	t.Setenv("BERM_STATE", "redis://cache")
-	code, stderr := mainIn(t, t.TempDir(), nil, "ls")
-	if code != 2 || !strings.Contains(stderr, `unknown scheme "redis"`) {
-		t.Fatalf("exit %d, want 2 and BERM_STATE's scheme refused\n%s", code, stderr)
+	for _, state := range []string{"redis://cache", " redis://cache\n"} {
+		t.Run(strconv.Quote(state), func(t *testing.T) {
+			t.Setenv("BERM_STATE", state)
+			code, stderr := mainIn(t, t.TempDir(), nil, "ls")
+			if code != 2 || !strings.Contains(stderr, `unknown scheme "redis"`) {
+				t.Fatalf("exit %d, want 2 and BERM_STATE's scheme refused, read without the spaces\n%s", code, stderr)
+			}
+		})
 	}
 }
 
@@ -302,16 +308,6 @@ func TestStateWithServerRefused(t *testing.T) {
 	code, stderr := mainIn(t, t.TempDir(), nil, "--state", "postgres://berm@127.0.0.1:1/berm", "ls", "--server", "http://127.0.0.1:1")
 	if code != 2 || !strings.Contains(stderr, "give one") {
 		t.Fatalf("exit %d, want 2 and --state with --server refused\n%s", code, stderr)
-	}
-}
-
-// A line end or spaces around --state, as a secret read from a file has, are
-// not part of it.
-func TestStateTrimmed(t *testing.T) {
-	t.Setenv("BERM_STATE", " redis://cache\n")
-	code, stderr := mainIn(t, t.TempDir(), nil, "ls")
-	if code != 2 || !strings.Contains(stderr, `unknown scheme "redis"`) {
-		t.Fatalf("exit %d, want 2 and the scheme read without the spaces\n%s", code, stderr)
 	}
 }
 
