@@ -1,0 +1,157 @@
+package runtime
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"sync"
+	"sync/atomic"
+
+	"github.com/tetratelabs/wazero"
+	"github.com/tetratelabs/wazero/api"
+	"github.com/tetratelabs/wazero/experimental"
+
+	"github.com/berm-dev/berm/manifest"
+	"github.com/berm-dev/berm/runtime/sandbox"
+)
+
+// Program is a deployed program: a compiled module under a name.
+type Program struct {
+	Name     string
+	Digest   string // sha256:<64 hex> of the image
+	Size     int    // of the image, in bytes
+	Manifest *manifest.Manifest
+	// Grants are what the deployment lets it reach beyond the ABI.
+	Grants sandbox.Grants
+
+	compiled  wazero.CompiledModule
+	minMemory uint64 // bytes of memory an instance starts with
+	table     map[uint64]handler
+	resolver  experimental.ImportResolver
+	linked    []api.Module // per-program import modules, closed with it
+	// config is every instance's configuration: the grants' arguments,
+	// mounts and environment (but what is read from the host per call).
+	config  wazero.ModuleConfig
+	mounts  []io.Closer // the granted directories, closed with it
+	hostEnv bool        // an environment variable is read at each call
+	wasi    bool        // it imports WASI: its stdout and stderr are logged
+
+	wz *wazeroRuntime // the one that compiled it
+	// stop and start are the exports transform.Deadline added, when it
+	// rewrote the module: the stop global, and the start function.
+	stop, start string
+
+	inflight  atomic.Int64
+	retired   atomic.Bool
+	closeOnce sync.Once
+}
+
+// Deploy checks an image, compiles it (from the cache when it is there) and
+// makes it callable under name with grants (nil grants nothing), replacing
+// what was there. A refused image or grant changes nothing.
+func (r *Runtime) Deploy(ctx context.Context, name string, image []byte, grants *sandbox.Grants) (*Program, error) {
+	p, err := r.Prepare(ctx, name, image, grants)
+	if err != nil {
+		return nil, err
+	}
+	if err := r.Install(p); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// Install makes a program that Prepare returned callable under its name,
+// replacing what was there; calls in flight on the old one finish first.
+// Deploy is Prepare then Install; a caller that must decide between the two
+// (whether the compiled program is still wanted) calls them apart.
+func (r *Runtime) Install(p *Program) error {
+	r.mu.Lock()
+	if r.closed {
+		r.mu.Unlock()
+		p.close()
+		return ErrClosed
+	}
+	old := r.programs[p.Name]
+	r.programs[p.Name] = p
+	r.mu.Unlock()
+	if old != nil && old != p {
+		old.retire()
+	}
+	return nil
+}
+
+// Prepare does all of Deploy but making the program callable: it checks the
+// image against the ABI and this host and the grants (opening the granted
+// directories), and compiles it (so that the compiled code lands in the
+// cache). Close the program when done with it.
+func (r *Runtime) Prepare(ctx context.Context, name string, image []byte, grants *sandbox.Grants) (*Program, error) {
+	if err := manifest.CheckProgramName(name); err != nil {
+		return nil, err
+	}
+	if len(image) > r.limits.MaxImage {
+		return nil, fmt.Errorf("image of %d bytes is over the limit of %d bytes: %w", len(image), r.limits.MaxImage, ErrRefused)
+	}
+	m, err := manifest.Read(image)
+	if err != nil {
+		return nil, err
+	}
+	if err := r.Check(name, m); err != nil {
+		return nil, err
+	}
+	if err := grants.Check(); err != nil {
+		return nil, err
+	}
+	compiled, wz, stoppable, err := r.compile(ctx, image)
+	if err != nil {
+		return nil, err
+	}
+	p := &Program{
+		Name:      name,
+		Digest:    manifest.Digest(image),
+		Size:      len(image),
+		Manifest:  m,
+		compiled:  compiled,
+		wz:        wz,
+		stop:      stoppable.Stop,
+		start:     stoppable.Start,
+		minMemory: m.MemoryPages * PageSize,
+		table:     r.table(m),
+	}
+	if err := r.link(ctx, p); err != nil {
+		p.close()
+		return nil, err
+	}
+	if err := r.sandbox(p, grants); err != nil {
+		p.close()
+		return nil, err
+	}
+	return p, nil
+}
+
+func (p *Program) release() {
+	if p.inflight.Add(-1) == 0 && p.retired.Load() {
+		p.closeOnce.Do(p.close)
+	}
+}
+
+// retire closes the program once no call holds it.
+func (p *Program) retire() {
+	p.retired.Store(true)
+	if p.inflight.Load() == 0 {
+		p.closeOnce.Do(p.close)
+	}
+}
+
+// Close releases a program that Prepare returned and that was never deployed.
+func (p *Program) Close() { p.retire() }
+
+func (p *Program) close() {
+	ctx := context.Background()
+	for _, m := range p.linked {
+		m.Close(ctx)
+	}
+	for _, m := range p.mounts {
+		m.Close()
+	}
+	p.compiled.Close(ctx)
+}
