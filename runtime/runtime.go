@@ -135,6 +135,12 @@ type Options struct {
 	// loop) runs on past the deadline, and while it does the goroutine
 	// cannot be preempted, which stops the process at its next collection.
 	FastDeadlines bool
+	// Plain runs every program as it came, on wazero alone: no rewrite for
+	// deadlines (wazero's own check), _initialize at every call, memory
+	// filled by instantiation. It is the reference the fast paths are tested
+	// against (BERM_PLAIN=1 in berm and in the runtime's tests), and wins
+	// over FastDeadlines.
+	Plain bool
 }
 
 // Runtime deploys programs and calls their tools. One wazero runtime
@@ -160,6 +166,7 @@ type Runtime struct {
 	observer     Observer
 	budget       memoryBudget
 	regions      regionPool
+	plainOnly    bool // Options.Plain
 
 	mu       sync.RWMutex
 	programs map[string]*Program
@@ -226,12 +233,14 @@ func New(ctx context.Context, maxCallDepth int, syscalls []Syscall, opts *Option
 		base = wazero.NewModuleConfig().WithRandSource(rand.Reader)
 	}
 	r.modConfig = base.WithName("").WithStartFunctions()
-	wz, err := r.newWazero(ctx, !opts.FastDeadlines)
+	r.plainOnly = opts.Plain
+	fast := opts.FastDeadlines && !opts.Plain
+	wz, err := r.newWazero(ctx, !fast)
 	if err != nil {
 		return nil, err
 	}
 	r.wz = wz
-	if !opts.FastDeadlines {
+	if !fast {
 		r.plain = wz
 	}
 	return r, nil
