@@ -2,13 +2,9 @@ package runtime_test
 
 import (
 	"context"
-	"crypto/rand"
 	"os"
 	"path/filepath"
 	"testing"
-
-	"github.com/tetratelabs/wazero"
-	"github.com/tetratelabs/wazero/api"
 
 	"github.com/berm-dev/berm/runtime"
 	"github.com/berm-dev/berm/runtime/host"
@@ -34,58 +30,7 @@ func BenchmarkCall(b *testing.B) {
 // BenchmarkBareWazero does what BenchmarkCall does with wazero alone and the
 // least host code that can: the baseline the runtime's overhead is measured
 // against.
-func BenchmarkBareWazero(b *testing.B) {
-	ctx := context.Background()
-	r := wazero.NewRuntimeWithConfig(ctx, wazero.NewRuntimeConfig().WithCloseOnContextDone(true))
-	defer r.Close(ctx)
-	type state struct{ args, result []byte }
-	type key struct{}
-	_, err := r.NewHostModuleBuilder("berm").NewFunctionBuilder().
-		WithGoModuleFunction(api.GoModuleFunc(func(ctx context.Context, m api.Module, stack []uint64) {
-			st := ctx.Value(key{}).(*state)
-			ptr, n := uint32(stack[1]), uint32(stack[2])
-			switch stack[0] {
-			case runtime.Number(runtime.SysArgsLen):
-				stack[0] = uint64(len(st.args))
-			case runtime.Number(runtime.SysArgsRead):
-				m.Memory().Write(ptr, st.args[:min(int(n), len(st.args))])
-				stack[0] = uint64(len(st.args))
-			case runtime.Number(runtime.SysResult):
-				b, _ := m.Memory().Read(ptr, n)
-				st.result = append([]byte(nil), b...)
-				stack[0] = 0
-			}
-		}), []api.ValueType{api.ValueTypeI64, api.ValueTypeI32, api.ValueTypeI32}, []api.ValueType{api.ValueTypeI64}).
-		Export("syscall").Instantiate(ctx)
-	if err != nil {
-		b.Fatal(err)
-	}
-	image, err := os.ReadFile(filepath.Join("..", "testdata", "echo.wasm"))
-	if err != nil {
-		b.Fatal(err)
-	}
-	compiled, err := r.CompileModule(ctx, image)
-	if err != nil {
-		b.Fatal(err)
-	}
-	config := wazero.NewModuleConfig().WithName("").WithStartFunctions().WithRandSource(rand.Reader)
-	b.ReportAllocs()
-	for b.Loop() {
-		st := &state{args: benchArgs}
-		cctx := context.WithValue(ctx, key{}, st)
-		m, err := r.InstantiateModule(cctx, compiled, config)
-		if err != nil {
-			b.Fatal(err)
-		}
-		if _, err := m.ExportedFunction("berm_tool_echo").Call(cctx); err != nil {
-			b.Fatal(err)
-		}
-		m.Close(ctx)
-		if string(st.result) != string(benchArgs) {
-			b.Fatalf("%q", st.result)
-		}
-	}
-}
+func BenchmarkBareWazero(b *testing.B) { benchBareEcho(b) }
 
 // BenchmarkCallGo is one call of the Go-built example's greet tool: a 3 MB
 // module whose Go runtime starts in _initialize on every call.
