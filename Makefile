@@ -4,7 +4,7 @@ export CGO_ENABLED := 0
 GO ?= go
 
 .PHONY: build deps test test-short test-race check check-fixtures check-examples \
-	bench bench-mcp bench-replicas soak fixtures examples fuzz clean \
+	bench bench-mcp bench-warm bench-replicas soak fixtures examples fuzz clean \
 	release-tools release-snapshot release-test
 
 # Tools the tests drive, installed only when missing.
@@ -86,6 +86,11 @@ bench: deps
 
 bench-mcp: deps
 	bash mcpserve/testdata/bench.sh
+
+# bench-warm measures issue 11's targets, the default path beside BERM_PLAIN=1
+# and the references (bare wazero, native, the Node MCP server), in one run.
+bench-warm: deps
+	bash testdata/bench/warm.sh
 
 # bench-replicas measures berm serve replicas on PostgreSQL behind nginx next
 # to one replica on the embedded root: calls per second, statements per call,
