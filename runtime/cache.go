@@ -28,15 +28,8 @@ import (
 // scratch cache now holds exactly one entry, under the very key the damaged
 // one has: move it over the damaged one and compile again.
 //
-// It returns the wazero runtime that compiled the image and, when
-// transform.Deadline rewrote it, the names of what the rewrite exports.
-func (r *Runtime) compile(ctx context.Context, image []byte) (_ wazero.CompiledModule, _ *wazeroRuntime, stoppable transform.Stoppable, _ error) {
-	compiled, wz, err := r.compileStoppable(ctx, image, &stoppable)
-	stoppable.Module = nil // no need to hold the bytes
-	return compiled, wz, stoppable, err
-}
-
-func (r *Runtime) compileStoppable(ctx context.Context, image []byte, stoppable *transform.Stoppable) (wazero.CompiledModule, *wazeroRuntime, error) {
+// It returns the wazero runtime that compiled the image.
+func (r *Runtime) compile(ctx context.Context, image []byte) (wazero.CompiledModule, *wazeroRuntime, error) {
 	start, snap := r.startCompile()
 	// What is compiled is the same program with its data segments merged,
 	// which instantiates several times faster for Go's tens of thousands
@@ -59,9 +52,9 @@ func (r *Runtime) compileStoppable(ctx context.Context, image []byte, stoppable 
 		check := wazero.NewRuntimeWithConfig(ctx, wz.config)
 		_, err := check.CompileModule(ctx, image)
 		check.Close(ctx)
-		s, terr := transform.Deadline(image)
+		rewritten, terr := transform.Deadline(image)
 		if err == nil && terr == nil {
-			*stoppable, image = s, s.Module
+			image = rewritten
 		} else if wz, err = r.plainRuntime(ctx); err != nil {
 			return nil, nil, err
 		}

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/tetratelabs/wazero/api"
 	"github.com/tetratelabs/wazero/experimental"
 	"github.com/tetratelabs/wazero/sys"
 
@@ -111,23 +110,6 @@ func (r *Runtime) run(ctx context.Context, c *Call, t *manifest.Tool) (err error
 		return err
 	}
 	defer mod.Close(context.Background())
-	if c.program.stop != "" {
-		// Stop the instance when the call's context is done. The nested
-		// calls share the context: each of their instances is stopped too.
-		//
-		// Set writes the global from the timer's goroutine while compiled
-		// code reads it in another: one aligned 8-byte store, seen at the
-		// next test of it. The race detector cannot see the compiled
-		// code's reads, and the global outlives the instance, so a Set
-		// after the call ended writes to nothing anyone reads.
-		stop := mod.ExportedGlobal(c.program.stop).(api.MutableGlobal)
-		defer context.AfterFunc(ctx, func() { stop.Set(1) })()
-		if c.program.start != "" {
-			if _, err := mod.ExportedFunction(c.program.start).Call(ctx); err != nil {
-				return fmt.Errorf("start function: %w", err)
-			}
-		}
-	}
 	if c.program.Manifest.Initialize {
 		c.initializing = true
 		if _, err := mod.ExportedFunction("_initialize").Call(ctx); err != nil {
@@ -155,7 +137,7 @@ func (r *Runtime) hostError(ctx context.Context, full string, err error) error {
 	case errors.As(err, &exit) && exit.ExitCode() == sys.ExitCodeDeadlineExceeded:
 		return r.deadlineError(full)
 	case errors.As(err, &exit) && exit.ExitCode() == sys.ExitCodeContextCanceled,
-		errors.Is(ctx.Err(), context.Canceled): // stopped by transform.Deadline's global
+		errors.Is(ctx.Err(), context.Canceled): // stopped by the tick or a syscall
 		return fmt.Errorf("%s: canceled: %w", full, context.Canceled)
 	case errors.As(err, &exit):
 		return fmt.Errorf("%s: %w: it exited with code %d", full, ErrTrap, exit.ExitCode())

@@ -37,9 +37,6 @@ type Program struct {
 	wasi    bool        // it imports WASI: its stdout and stderr are logged
 
 	wz *wazeroRuntime // the one that compiled it
-	// stop and start are the exports transform.Deadline added, when it
-	// rewrote the module: the stop global, and the start function.
-	stop, start string
 
 	inflight  atomic.Int64
 	retired   atomic.Bool
@@ -101,7 +98,7 @@ func (r *Runtime) Prepare(ctx context.Context, name string, image []byte, grants
 	if err := grants.Check(); err != nil {
 		return nil, err
 	}
-	compiled, wz, stoppable, err := r.compile(ctx, image)
+	compiled, wz, err := r.compile(ctx, image)
 	if err != nil {
 		return nil, err
 	}
@@ -112,8 +109,6 @@ func (r *Runtime) Prepare(ctx context.Context, name string, image []byte, grants
 		Manifest:  m,
 		compiled:  compiled,
 		wz:        wz,
-		stop:      stoppable.Stop,
-		start:     stoppable.Start,
 		minMemory: m.MemoryPages * PageSize,
 		table:     r.table(m),
 	}

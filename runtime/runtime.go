@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
+	goruntime "runtime"
 	"sort"
 	"sync"
 	"time"
@@ -13,6 +14,7 @@ import (
 	"github.com/tetratelabs/wazero/api"
 
 	"github.com/berm-dev/berm/manifest"
+	"github.com/berm-dev/berm/runtime/transform"
 )
 
 // Defaults of the limits; each can be changed in Options.
@@ -268,6 +270,9 @@ func (r *Runtime) newWazero(ctx context.Context, closeOnDone bool) (*wazeroRunti
 			[]api.ValueType{api.ValueTypeI64}).
 		WithParameterNames("number", "ptr", "len").
 		Export("syscall").
+		NewFunctionBuilder().
+		WithGoFunction(api.GoFunc(tick), nil, nil).
+		Export(transform.TickName).
 		Instantiate(ctx)
 	if err != nil {
 		wz.Close(ctx)
@@ -304,6 +309,19 @@ func (r *Runtime) addHostModule(ctx context.Context, wz *wazeroRuntime, hm HostM
 		r.hostModules[hm.Name] = &hostModule{HostModule: hm, funcs: compiled.ExportedFunctions()}
 	}
 	return nil
+}
+
+// tick is the function transform.Deadline has a rewritten program call every
+// transform.Period turns. ctx is the call's: once it is done, the program
+// traps (hostError tells the deadline from a cancel by ctx). Otherwise the
+// goroutine yields, so that a program in a loop, which compiled code cannot
+// preempt, holds up neither the scheduler nor a collection's stop of the
+// world for more than a tick's period.
+func tick(ctx context.Context, _ []uint64) {
+	if err := ctx.Err(); err != nil {
+		panic(&trap{msg: "the call's context is done", err: err})
+	}
+	goruntime.Gosched()
 }
 
 // plainRuntime returns the runtime for modules compiled as they are,

@@ -4,29 +4,32 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"strconv"
 
 	"github.com/berm-dev/berm/internal/wasmbin"
 )
 
 // Version names what Deadline writes: a cache of its output keys by it, and
 // it changes whenever the output for some module would.
-const Version = 2
+const Version = 3
 
-// Period is how many loop headers and function entries pass between two
-// ticks. A tick leaves compiled code for Go (by memory.grow 0, the one
-// instruction wazero always runs in Go), where the goroutine can be
-// preempted: without it a program in a loop would hold its thread past every
-// timer and every garbage collection's stop of the world, and so the process.
-// At a tick the program reads the stop global. Two ticks are some
-// microseconds apart, and one costs about a hundred nanoseconds.
+// Period is how many turns (loop headers, entries of calling functions, and
+// 4 KiB of bulk memory or table work) pass between two ticks. A tick calls
+// the host, which checks the call's deadline and yields the goroutine: two
+// ticks are some microseconds apart, and one costs a few hundred
+// nanoseconds.
 const Period = 1 << 14
 
-// Reserved export names. A module that exports one already gets a suffix,
-// so that no program can take the name from the host.
+// BulkShift weighs bulk operations (memory.fill, memory.copy, memory.init and
+// the table's): one turn per 1<<BulkShift bytes or entries, so that a loop
+// of large fills ticks as often as its work, not its turns, asks.
+const BulkShift = 12
+
+// TickModule and TickName are the import Deadline adds: a function of no
+// parameters and no results that the host provides. A program cannot import
+// it itself, since a deploy refuses every import from berm but berm.syscall.
 const (
-	StopName  = "berm.stop"
-	StartName = "berm.start"
+	TickModule = "berm"
+	TickName   = "deadline"
 )
 
 // ErrUnsupported is a module Deadline does not rewrite: one it cannot read in
@@ -34,42 +37,38 @@ const (
 // is on the plain path.
 var ErrUnsupported = errors.New("transform: module not rewritten")
 
-var errNoMemory = errors.New("no memory to grow by 0")
-
-// Stoppable is a module rewritten by Deadline.
-type Stoppable struct {
-	Module []byte
-	// Stop is the export name of the mutable i32 global that stops the
-	// program: set to 1, it traps on unreachable at the next tick.
-	Stop string
-	// Start is the export name of the module's start function, or "" when
-	// it has none. The start section is taken out, since it would run inside
-	// instantiation before the host could reach the global: the host calls
-	// this export right after instantiating, before anything else.
-	Start string
-}
-
-// Deadline returns module with the stop global, a counter, and at every
-// loop header and function entry a decrement of the counter that ticks when
-// it reaches zero. A function that calls none ends by itself, so its entry is
-// not counted: that keeps the decrement off the small leaf functions
-// compilers call in inner loops. The module must have a memory (for
-// memory.grow); berm's all do.
-func Deadline(module []byte) (_ Stoppable, err error) {
+// Deadline returns module with a counter global, counted down at every loop
+// header, at the entry of every function that calls another, and by the
+// length of every bulk operation, and a call of the import berm.deadline
+// whenever it runs out. A function that calls none ends by itself, so its
+// entry is not counted: that keeps the count off the small leaf functions
+// compilers call in inner loops.
+//
+// The import comes after the module's own, so every function the module
+// defines moves up by one index: every place that names one is rewritten.
+func Deadline(module []byte) (_ []byte, err error) {
 	defer func() {
 		// A bug here must cost a program its speed, not its deploy.
 		if p := recover(); p != nil {
 			err = fmt.Errorf("%w: %v", ErrUnsupported, p)
 		}
 	}()
+	out, err := deadline(module)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrUnsupported, err)
+	}
+	return out, nil
+}
+
+func deadline(module []byte) ([]byte, error) {
 	if !bytes.HasPrefix(module, []byte(wasmbin.Header)) {
-		return Stoppable{}, fmt.Errorf("%w: not a core module", ErrUnsupported)
+		return nil, errors.New("not a core module")
 	}
 	var all []wasmbin.Section
 	var sections [wasmbin.SectionTag + 1]*wasmbin.Section
 	for s, err := range wasmbin.Sections(module) {
 		if err != nil {
-			return Stoppable{}, fmt.Errorf("%w: %w", ErrUnsupported, err)
+			return nil, err
 		}
 		all = append(all, s)
 	}
@@ -78,72 +77,86 @@ func Deadline(module []byte) (_ Stoppable, err error) {
 			continue
 		}
 		if s.ID > wasmbin.SectionTag || sections[s.ID] != nil {
-			return Stoppable{}, fmt.Errorf("%w: section %d unknown or repeated", ErrUnsupported, s.ID)
+			return nil, fmt.Errorf("section %d unknown or repeated", s.ID)
 		}
 		sections[s.ID] = &all[i]
 	}
-
 	payload := func(id byte) []byte {
 		if s := sections[id]; s != nil {
 			return s.Payload
 		}
 		return nil
 	}
-	imported, importedMemory, err := importedGlobals(payload(wasmbin.SectionImport))
-	if err != nil {
-		return Stoppable{}, err
-	}
-	if !hasMemory(payload(wasmbin.SectionMemory), importedMemory) {
-		return Stoppable{}, fmt.Errorf("%w: %w", ErrUnsupported, errNoMemory)
-	}
-	globals, err := appendGlobals(payload(wasmbin.SectionGlobal))
-	if err != nil {
-		return Stoppable{}, err
-	}
-	stopIndex, counterIndex := imported+globals.count-2, imported+globals.count-1
 
-	names, exports, err := readExports(payload(wasmbin.SectionExport))
+	types, params, tickType, err := readTypes(payload(wasmbin.SectionType))
 	if err != nil {
-		return Stoppable{}, err
+		return nil, err
 	}
-	out := Stoppable{Stop: unique(StopName, names)}
-	exports.count++
-	exports.entries = wasmbin.AppendName(exports.entries, out.Stop)
-	exports.entries = append(exports.entries, 0x03) // global
-	exports.entries = wasmbin.AppendULEB(exports.entries, uint64(stopIndex))
-	if s := sections[wasmbin.SectionStart]; s != nil {
-		r := wasmbin.NewReader(s.Payload)
+	imports, funcs, globals, err := readImports(payload(wasmbin.SectionImport))
+	if err != nil {
+		return nil, err
+	}
+	// The tick is the last function import; the functions the module
+	// defines come after it.
+	tick := funcs
+	imports.count++
+	imports.entries = wasmbin.AppendName(imports.entries, TickModule)
+	imports.entries = wasmbin.AppendName(imports.entries, TickName)
+	imports.entries = append(imports.entries, 0x00)
+	imports.entries = wasmbin.AppendULEB(imports.entries, uint64(tickType))
+	m := &rewriter{tick: tick}
+
+	funcTypes, err := readFunctions(payload(wasmbin.SectionFunction))
+	if err != nil {
+		return nil, err
+	}
+	global, err := m.globals(payload(wasmbin.SectionGlobal))
+	if err != nil {
+		return nil, err
+	}
+	m.counter = globals + global.count - 1
+	replaced := map[byte][]byte{
+		wasmbin.SectionType:   types.encode(),
+		wasmbin.SectionImport: imports.encode(),
+		wasmbin.SectionGlobal: global.encode(),
+	}
+	if p := payload(wasmbin.SectionExport); p != nil {
+		if replaced[wasmbin.SectionExport], err = m.exports(p); err != nil {
+			return nil, err
+		}
+	}
+	if p := payload(wasmbin.SectionStart); p != nil {
+		r := wasmbin.NewReader(p)
 		start := r.U32()
 		if !r.Done() {
-			return Stoppable{}, fmt.Errorf("%w: start section", ErrUnsupported)
+			return nil, errors.New("start section")
 		}
-		out.Start = unique(StartName, names)
-		exports.count++
-		exports.entries = wasmbin.AppendName(exports.entries, out.Start)
-		exports.entries = append(exports.entries, 0x00) // function
-		exports.entries = wasmbin.AppendULEB(exports.entries, uint64(start))
+		replaced[wasmbin.SectionStart] = wasmbin.AppendULEB(nil, uint64(m.shift(start)))
+	}
+	if p := payload(wasmbin.SectionElement); p != nil {
+		if replaced[wasmbin.SectionElement], err = m.elements(p); err != nil {
+			return nil, err
+		}
+	}
+	if p := payload(wasmbin.SectionCode); p != nil {
+		paramsOf := func(i int) (uint32, error) {
+			if i >= len(funcTypes) || int(funcTypes[i]) >= len(params) {
+				return 0, fmt.Errorf("function %d: no type", i)
+			}
+			return params[funcTypes[i]], nil
+		}
+		if replaced[wasmbin.SectionCode], err = m.code(p, paramsOf); err != nil {
+			return nil, err
+		}
 	}
 
-	code, err := rewriteCode(payload(wasmbin.SectionCode), stopIndex, counterIndex)
-	if err != nil {
-		return Stoppable{}, err
-	}
-
-	replaced := map[byte][]byte{
-		wasmbin.SectionGlobal: globals.encode(),
-		wasmbin.SectionExport: exports.encode(),
-		wasmbin.SectionStart:  nil,
-	}
-	if code != nil {
-		replaced[wasmbin.SectionCode] = code
-	}
-	b := make([]byte, 0, len(module)+len(module)/16+64)
+	b := make([]byte, 0, len(module)+len(module)/8+64)
 	b = append(b, wasmbin.Header...)
-	// Sections keep their order; the global and export sections, when the
-	// module has none, go where the format orders them.
+	// Sections keep their order; the type, import and global sections,
+	// when the module has none, go where the format orders them.
 	added := map[byte]bool{}
 	addBefore := func(rank int) {
-		for _, id := range []byte{wasmbin.SectionGlobal, wasmbin.SectionExport} {
+		for _, id := range []byte{wasmbin.SectionType, wasmbin.SectionImport, wasmbin.SectionGlobal} {
 			if sections[id] == nil && !added[id] && order(id) < rank {
 				b = wasmbin.AppendSection(b, id, replaced[id])
 				added[id] = true
@@ -154,18 +167,18 @@ func Deadline(module []byte) (_ Stoppable, err error) {
 		if s.ID != wasmbin.SectionCustom {
 			addBefore(order(s.ID))
 		}
-		p, ok := replaced[s.ID]
-		switch {
-		case s.ID == wasmbin.SectionCustom || !ok:
-			b = append(b, module[s.Start:s.End]...)
-		case s.ID == wasmbin.SectionStart:
-		default:
+		if s.ID == wasmbin.SectionCustom {
+			b = m.custom(b, module[s.Start:s.End], s.Payload)
+			continue
+		}
+		if p, ok := replaced[s.ID]; ok {
 			b = wasmbin.AppendSection(b, s.ID, p)
+		} else {
+			b = append(b, module[s.Start:s.End]...)
 		}
 	}
 	addBefore(order(wasmbin.SectionData) + 1)
-	out.Module = b
-	return out, nil
+	return b, nil
 }
 
 // order is a section's place in the order the format requires: tag between
@@ -190,69 +203,100 @@ func (v vector) encode() []byte {
 	return append(wasmbin.AppendULEB(nil, uint64(v.count)), v.entries...)
 }
 
-// appendGlobals returns the global section with two mutable i32 globals at
-// its end: stop, initially 0, and the counter.
-func appendGlobals(payload []byte) (vector, error) {
+// readTypes returns the type section, with a type of no parameters and no
+// results appended when it has none (appended, so that no type index
+// moves); the number of parameters of each type; and the index of that
+// type.
+func readTypes(payload []byte) (_ vector, params []uint32, tick uint32, _ error) {
+	r := wasmbin.NewReader(payload)
 	var v vector
+	found := false
 	if payload != nil {
-		r := wasmbin.NewReader(payload)
-		v.count = r.U32()
-		if r.Err() != nil {
-			return vector{}, fmt.Errorf("%w: global section: %w", ErrUnsupported, r.Err())
+		v.count = uint32(r.Count())
+		v.entries = payload[r.Offset():]
+		for i := range v.count {
+			if form := r.Byte(); form != 0x60 {
+				return vector{}, nil, 0, fmt.Errorf("type %d: form 0x%02x", i, form)
+			}
+			n := uint32(r.Count())
+			for range n {
+				skipValueType(r)
+			}
+			results := r.Count()
+			for range results {
+				skipValueType(r)
+			}
+			if n == 0 && results == 0 && !found {
+				tick, found = i, true
+			}
+			params = append(params, n)
 		}
-		v.entries = append(v.entries, payload[r.Offset():]...)
+		if !r.Done() {
+			return vector{}, nil, 0, errors.New("type section")
+		}
 	}
-	v.count += 2
-	v.entries = append(v.entries, 0x7f, 0x01, opI32Const, 0x00, opEnd)
-	v.entries = append(v.entries, 0x7f, 0x01, opI32Const)
-	v.entries = append(wasmbin.AppendSLEB(v.entries, Period), opEnd)
-	return v, nil
+	if !found {
+		tick = v.count
+		v.count++
+		v.entries = append(v.entries[:len(v.entries):len(v.entries)], 0x60, 0, 0)
+		params = append(params, 0)
+	}
+	return v, params, tick, nil
 }
 
-// importedGlobals counts the globals a module imports, which come before
-// the ones it defines in the index space, and reports whether it imports a
-// memory.
-func importedGlobals(payload []byte) (_ uint32, memory bool, _ error) {
-	r := wasmbin.NewReader(payload)
+// readImports returns the import section and the number of functions and
+// globals it imports, which come first in their index spaces.
+func readImports(payload []byte) (_ vector, funcs, globals uint32, _ error) {
+	var v vector
 	if payload == nil {
-		return 0, false, nil
+		return v, 0, 0, nil
 	}
-	var n uint32
-	for range r.Count() {
+	r := wasmbin.NewReader(payload)
+	v.count = uint32(r.Count())
+	v.entries = append(v.entries, payload[r.Offset():]...)
+	for range v.count {
 		r.Name()
 		r.Name()
 		switch kind := r.Byte(); kind {
 		case 0x00: // function: a type
 			r.U32()
+			funcs++
 		case 0x01: // table: a reference type, limits
 			skipValueType(r)
 			skipLimits(r)
 		case 0x02: // memory
 			skipLimits(r)
-			memory = true
 		case 0x03: // global: a value type, mutability
 			skipValueType(r)
 			r.Byte()
-			n++
+			globals++
 		case 0x04: // tag: an attribute, a type
 			r.Byte()
 			r.U32()
 		default:
-			return 0, false, fmt.Errorf("%w: import of kind %d", ErrUnsupported, kind)
+			return vector{}, 0, 0, fmt.Errorf("import of kind %d", kind)
 		}
 	}
 	if !r.Done() {
-		return 0, false, fmt.Errorf("%w: import section", ErrUnsupported)
+		return vector{}, 0, 0, errors.New("import section")
 	}
-	return n, memory, nil
+	return v, funcs, globals, nil
 }
 
-func hasMemory(payload []byte, imported bool) bool {
-	if imported {
-		return true
+// readFunctions returns the type index of each function the module defines.
+func readFunctions(payload []byte) ([]uint32, error) {
+	if payload == nil {
+		return nil, nil
 	}
 	r := wasmbin.NewReader(payload)
-	return r.U32() > 0 && r.Err() == nil
+	types := make([]uint32, r.Count())
+	for i := range types {
+		types[i] = r.U32()
+	}
+	if !r.Done() {
+		return nil, errors.New("function section")
+	}
+	return types, nil
 }
 
 func skipLimits(r *wasmbin.Reader) {
@@ -263,129 +307,362 @@ func skipLimits(r *wasmbin.Reader) {
 	}
 }
 
-// readExports returns the names a module exports and its export section.
-func readExports(payload []byte) (map[string]bool, vector, error) {
-	names := map[string]bool{}
+// rewriter moves the module's function indices past the tick's, and counts.
+type rewriter struct {
+	tick    uint32 // the tick's function index: the first defined function's before
+	counter uint32 // the counter's global index
+}
+
+// shift is where function index i is once the tick is imported.
+func (m *rewriter) shift(i uint32) uint32 {
+	if i >= m.tick {
+		return i + 1
+	}
+	return i
+}
+
+func (m *rewriter) appendFunc(b []byte, i uint32) []byte {
+	return wasmbin.AppendULEB(b, uint64(m.shift(i)))
+}
+
+// constExpr appends the constant expression r is at, up to its end, with
+// its ref.func moved.
+func (m *rewriter) constExpr(b, buf []byte, r *wasmbin.Reader) ([]byte, error) {
+	for {
+		at := r.Offset()
+		op, err := skipInstruction(r)
+		if err != nil {
+			return nil, err
+		}
+		if op == opRefFunc {
+			b = m.appendFunc(append(b, op), wasmbin.NewReader(buf[at+1:]).U32())
+		} else {
+			b = append(b, buf[at:r.Offset()]...)
+		}
+		if op == opEnd {
+			return b, nil
+		}
+	}
+}
+
+// globals returns the global section with its ref.func moved and the
+// counter, a mutable i32 at Period, at its end.
+func (m *rewriter) globals(payload []byte) (vector, error) {
 	var v vector
-	if payload == nil {
-		return names, v, nil
+	if payload != nil {
+		r := wasmbin.NewReader(payload)
+		v.count = uint32(r.Count())
+		for range v.count {
+			at := r.Offset()
+			skipValueType(r)
+			r.Byte() // mutability
+			v.entries = append(v.entries, payload[at:r.Offset()]...)
+			var err error
+			if v.entries, err = m.constExpr(v.entries, payload, r); err != nil {
+				return vector{}, fmt.Errorf("global section: %w", err)
+			}
+		}
+		if !r.Done() {
+			return vector{}, errors.New("global section")
+		}
 	}
-	r := wasmbin.NewReader(payload)
-	v.count = uint32(r.Count())
-	at := r.Offset()
-	for range v.count {
-		names[r.Name()] = true
-		r.Byte()
-		r.U32()
-	}
-	if !r.Done() {
-		return nil, vector{}, fmt.Errorf("%w: export section", ErrUnsupported)
-	}
-	v.entries = append(v.entries, payload[at:]...)
-	return names, v, nil
+	v.count++
+	v.entries = append(v.entries, 0x7f, 0x01, opI32Const)
+	v.entries = append(wasmbin.AppendSLEB(v.entries, Period), opEnd)
+	return v, nil
 }
 
-// unique is name, or name with the first suffix ".1", ".2", ... that the
-// module does not export already.
-func unique(name string, taken map[string]bool) string {
-	n := name
-	for i := 1; taken[n]; i++ {
-		n = name + "." + strconv.Itoa(i)
-	}
-	taken[n] = true
-	return n
-}
-
-// rewriteCode returns the code section's payload with the count at every
-// loop header and at the entry of every function that calls another. A nil
-// payload (no code section) is nil.
-func rewriteCode(payload []byte, stop, counter uint32) ([]byte, error) {
-	if payload == nil {
-		return nil, nil
-	}
-	test := count(stop, counter)
-
+// exports returns the export section with its functions moved.
+func (m *rewriter) exports(payload []byte) ([]byte, error) {
 	r := wasmbin.NewReader(payload)
 	n := r.Count()
-	out := make([]byte, 0, len(payload)+len(payload)/8)
+	b := wasmbin.AppendULEB(make([]byte, 0, len(payload)+8), uint64(n))
+	for range n {
+		b = wasmbin.AppendName(b, r.Name())
+		kind := r.Byte()
+		index := r.U32()
+		b = append(b, kind)
+		if kind == 0x00 {
+			index = m.shift(index)
+		}
+		b = wasmbin.AppendULEB(b, uint64(index))
+	}
+	if !r.Done() {
+		return nil, errors.New("export section")
+	}
+	return b, nil
+}
+
+// elements returns the element section with its functions moved: those of
+// its function vectors and the ref.func of its expressions.
+func (m *rewriter) elements(payload []byte) ([]byte, error) {
+	r := wasmbin.NewReader(payload)
+	n := r.Count()
+	b := wasmbin.AppendULEB(make([]byte, 0, len(payload)+len(payload)/8), uint64(n))
+	var err error
+	for i := range n {
+		flags := r.U32()
+		if flags > 7 {
+			return nil, fmt.Errorf("element segment %d: flags %d", i, flags)
+		}
+		b = wasmbin.AppendULEB(b, uint64(flags))
+		if flags&0x03 == 0x02 { // an explicit table
+			b = wasmbin.AppendULEB(b, uint64(r.U32()))
+		}
+		if flags&0x01 == 0 { // active: an offset
+			if b, err = m.constExpr(b, payload, r); err != nil {
+				return nil, fmt.Errorf("element segment %d: %w", i, err)
+			}
+		}
+		if flags&0x03 != 0 { // an element kind, or a reference type
+			at := r.Offset()
+			if flags&0x04 == 0 {
+				r.Byte()
+			} else {
+				skipValueType(r)
+			}
+			b = append(b, payload[at:r.Offset()]...)
+		}
+		count := r.Count()
+		b = wasmbin.AppendULEB(b, uint64(count))
+		for range count {
+			if flags&0x04 == 0 {
+				b = m.appendFunc(b, r.U32())
+			} else if b, err = m.constExpr(b, payload, r); err != nil {
+				return nil, fmt.Errorf("element segment %d: %w", i, err)
+			}
+		}
+	}
+	if !r.Done() {
+		return nil, errors.New("element section")
+	}
+	return b, nil
+}
+
+// custom appends a custom section to b: the "name" section with its
+// function and local names moved, every other as it was. A name section
+// that does not read is dropped, which costs only readable traps.
+func (m *rewriter) custom(b, section, payload []byte) []byte {
+	r := wasmbin.NewReader(payload)
+	if r.Name() != "name" || r.Err() != nil {
+		return append(b, section...)
+	}
+	out := wasmbin.AppendName(nil, "name")
+	for r.Len() > 0 {
+		id := r.Byte()
+		sub := r.Bytes(r.U32())
+		if r.Err() != nil {
+			return b
+		}
+		switch id {
+		case 1: // function names: an index, a name
+			sub = m.nameMap(sub, false)
+		case 2: // local names: a function index, a map of local names
+			sub = m.nameMap(sub, true)
+		}
+		if sub == nil {
+			return b
+		}
+		out = append(out, id)
+		out = wasmbin.AppendULEB(out, uint64(len(sub)))
+		out = append(out, sub...)
+	}
+	return wasmbin.AppendSection(b, wasmbin.SectionCustom, out)
+}
+
+// nameMap moves the function indices of a name map (or, indirect, of a map
+// of name maps), or returns nil when it does not read.
+func (m *rewriter) nameMap(sub []byte, indirect bool) []byte {
+	r := wasmbin.NewReader(sub)
+	n := r.Count()
+	b := wasmbin.AppendULEB(make([]byte, 0, len(sub)+8), uint64(n))
+	for range n {
+		b = m.appendFunc(b, r.U32())
+		at := r.Offset()
+		if indirect {
+			for range r.Count() {
+				r.U32()
+				r.Name()
+			}
+		} else {
+			r.Name()
+		}
+		b = append(b, sub[at:r.Offset()]...)
+	}
+	if !r.Done() {
+		return nil
+	}
+	return b
+}
+
+// code returns the code section's payload with the count inserted and the
+// function indices moved.
+func (m *rewriter) code(payload []byte, params func(int) (uint32, error)) ([]byte, error) {
+	r := wasmbin.NewReader(payload)
+	n := r.Count()
+	out := make([]byte, 0, len(payload)+len(payload)/4)
 	out = wasmbin.AppendULEB(out, uint64(n))
-	var loops []int
 	var body []byte
+	var edits []edit
 	for i := range n {
 		code := r.Bytes(r.U32())
 		if r.Err() != nil {
-			return nil, fmt.Errorf("%w: code section: %w", ErrUnsupported, r.Err())
+			return nil, fmt.Errorf("code section: %w", r.Err())
 		}
-		var err error
-		body, loops, err = rewriteBody(body[:0], code, test, loops[:0])
+		p, err := params(i)
 		if err != nil {
-			return nil, fmt.Errorf("%w: function body %d: %w", ErrUnsupported, i, err)
+			return nil, err
+		}
+		body, edits, err = m.body(body[:0], code, p, edits[:0])
+		if err != nil {
+			return nil, fmt.Errorf("function body %d: %w", i, err)
 		}
 		out = wasmbin.AppendULEB(out, uint64(len(body)))
 		out = append(out, body...)
 	}
 	if !r.Done() {
-		return nil, fmt.Errorf("%w: code section: bytes after the last body", ErrUnsupported)
+		return nil, errors.New("code section: bytes after the last body")
 	}
 	return out, nil
 }
 
-// count is the instructions that count down and tick:
-//
-//	counter := counter - 1
-//	if counter == 0 {
-//		counter = Period
-//		memory.grow 0   // into Go, where the goroutine can be preempted
-//		if stop { unreachable }
-//	}
-func count(stop, counter uint32) []byte {
-	get := wasmbin.AppendULEB([]byte{opGlobalGet}, uint64(counter))
-	set := wasmbin.AppendULEB([]byte{opGlobalSet}, uint64(counter))
-	b := append([]byte(nil), get...)
-	b = append(b, opI32Const, 1, opI32Sub)
-	b = append(b, set...)
-	b = append(b, get...)
-	b = append(b, opI32Eqz, opIf, blockEmpty, opI32Const)
-	b = wasmbin.AppendSLEB(b, Period)
-	b = append(b, set...)
-	b = append(b, opI32Const, 0, opMemoryGrow, 0, opDrop)
-	b = wasmbin.AppendULEB(append(b, opGlobalGet), uint64(stop))
-	return append(b, opIf, blockEmpty, opUnreachable, opEnd, opEnd)
+// edit is a place in a function body where the rewrite writes.
+type edit struct {
+	at, end int  // the bytes replaced: empty for an insertion
+	kind    byte // editCount, editBulk, or editFunc with index
+	index   uint32
 }
 
-// rewriteBody appends code with test inserted, to out; loops is scratch.
-func rewriteBody(out, code, test []byte, loops []int) ([]byte, []int, error) {
+const (
+	editCount = iota // count one turn (inserted)
+	editBulk         // count the length on the stack's top (inserted)
+	editFunc         // a function index (replaced)
+)
+
+// body appends code, rewritten, to out; edits is scratch. A function with
+// bulk operations gets one more local, an i32 that holds their length.
+func (m *rewriter) body(out, code []byte, params uint32, edits []edit) ([]byte, []edit, error) {
 	r := wasmbin.NewReader(code)
-	for range r.Count() {
-		r.U32()
+	groups := r.Count()
+	afterGroups := r.Offset()
+	locals := uint64(params)
+	for range groups {
+		locals += uint64(r.U32())
 		skipValueType(r)
 	}
 	if r.Err() != nil {
 		return nil, nil, fmt.Errorf("locals: %w", r.Err())
 	}
-	locals := r.Offset()
-	calls := false
+	start := r.Offset()
+	calls, bulk := false, false
 	for r.Len() > 0 {
+		at := r.Offset()
 		op, err := skipInstruction(r)
 		if err != nil {
 			return nil, nil, err
 		}
 		switch op {
 		case opLoop:
-			loops = append(loops, r.Offset())
-		case opCall, opCallIndirect, opReturnCall, opReturnCallIndirect:
+			edits = append(edits, edit{at: r.Offset(), end: r.Offset(), kind: editCount})
+		case opCall, opReturnCall, opRefFunc:
+			index := wasmbin.NewReader(code[at+1:]).U32()
+			edits = append(edits, edit{at: at + 1, end: r.Offset(), kind: editFunc, index: index})
+			calls = calls || op != opRefFunc
+		case opCallIndirect, opReturnCallIndirect:
 			calls = true
+		case opPrefixFC:
+			if isBulk(code[at+1:]) {
+				edits = append(edits, edit{at: at, end: at, kind: editBulk})
+				bulk = true
+			}
 		}
 	}
-	out = append(out, code[:locals]...)
+	if bulk {
+		// One more group of one i32: it comes after every other local, so
+		// none moves.
+		out = wasmbin.AppendULEB(out, uint64(groups+1))
+		out = append(out, code[afterGroups:start]...)
+		out = append(out, 1, 0x7f)
+	} else {
+		out = append(out, code[:start]...)
+	}
 	if calls {
-		out = append(out, test...)
+		out = m.count(out)
 	}
-	at := locals
-	for _, l := range loops {
-		out = append(out, code[at:l]...)
-		out = append(out, test...)
-		at = l
+	at := start
+	for _, e := range edits {
+		out = append(out, code[at:e.at]...)
+		switch e.kind {
+		case editCount:
+			out = m.count(out)
+		case editBulk:
+			out = m.bulk(out, uint32(locals))
+		case editFunc:
+			out = m.appendFunc(out, e.index)
+		}
+		at = e.end
 	}
-	return append(out, code[at:]...), loops, nil
+	return append(out, code[at:]...), edits, nil
+}
+
+// isBulk reports whether the 0xfc instruction whose sub-opcode starts b is
+// one of the bulk operations whose last operand is a length.
+func isBulk(b []byte) bool {
+	switch wasmbin.NewReader(b).U32() {
+	case 8, 10, 11: // memory.init, memory.copy, memory.fill
+		return true
+	case 12, 14, 17: // table.init, table.copy, table.fill
+		return true
+	}
+	return false
+}
+
+// count appends the instructions that count one turn down and tick:
+//
+//	counter := counter - 1
+//	if counter == 0 {
+//		counter = Period
+//		berm.deadline()
+//	}
+//
+// The counter is never below 1 here: bulk takes a turn past it back to
+// Period.
+func (m *rewriter) count(b []byte) []byte {
+	b = m.get(b)
+	b = append(b, opI32Const, 1, opI32Sub)
+	b = m.set(b)
+	b = m.get(b)
+	b = append(b, opI32Eqz)
+	return m.tickIf(b)
+}
+
+// bulk appends the instructions that count the length on the stack's top
+// (kept there) down, one turn per 1<<BulkShift, and tick when the counter
+// reaches zero or below.
+func (m *rewriter) bulk(b []byte, local uint32) []byte {
+	b = wasmbin.AppendULEB(append(b, opLocalTee), uint64(local))
+	b = m.get(b)
+	b = wasmbin.AppendULEB(append(b, opLocalGet), uint64(local))
+	b = append(b, opI32Const, BulkShift, opI32ShrU, opI32Sub)
+	b = m.set(b)
+	b = m.get(b)
+	b = append(b, opI32Const, 0, opI32LeS)
+	return m.tickIf(b)
+}
+
+// tickIf appends: if (the condition on the stack) { counter = Period; tick }.
+func (m *rewriter) tickIf(b []byte) []byte {
+	b = append(b, opIf, blockEmpty, opI32Const)
+	b = wasmbin.AppendSLEB(b, Period)
+	b = m.set(b)
+	b = wasmbin.AppendULEB(append(b, opCall), uint64(m.tick))
+	return append(b, opEnd)
+}
+
+func (m *rewriter) get(b []byte) []byte {
+	return wasmbin.AppendULEB(append(b, opGlobalGet), uint64(m.counter))
+}
+
+func (m *rewriter) set(b []byte) []byte {
+	return wasmbin.AppendULEB(append(b, opGlobalSet), uint64(m.counter))
 }

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -63,20 +64,17 @@ func TestDeadlineCompiles(t *testing.T) {
 			}
 			start := time.Now()
 			out, err := Deadline(module)
-			if errors.Is(err, errNoMemory) {
-				return // berm refuses it
-			}
 			if err != nil {
 				t.Fatal(err)
 			}
 			took := time.Since(start)
-			compiled, err := wz.CompileModule(ctx, out.Module)
+			compiled, err := wz.CompileModule(ctx, out)
 			if err != nil {
 				t.Fatalf("the rewritten module: %v", err)
 			}
 			defer compiled.Close(ctx)
 			if len(module) > 1<<20 {
-				t.Logf("%d bytes rewritten in %v, %d bytes more", len(module), took, len(out.Module)-len(module))
+				t.Logf("%d bytes rewritten in %v, %d bytes more", len(module), took, len(out)-len(module))
 			}
 			before, err := wz.CompileModule(ctx, module)
 			if err != nil {
@@ -92,13 +90,35 @@ func TestDeadlineCompiles(t *testing.T) {
 	}
 }
 
-// TestDeadlineStops runs programs that never end, sets the stop global from
-// another goroutine, and expects each to trap soon after.
+// tickHost instantiates in wz the module berm with the tick, which traps
+// once stop is set, and counts the ticks.
+func tickHost(tb testing.TB, wz wazero.Runtime, stop *atomic.Bool, ticks *atomic.Int64) {
+	tb.Helper()
+	_, err := wz.NewHostModuleBuilder(TickModule).NewFunctionBuilder().
+		WithGoFunction(api.GoFunc(func(context.Context, []uint64) {
+			ticks.Add(1)
+			if stop.Load() {
+				panic(errors.New("stopped"))
+			}
+		}), nil, nil).
+		Export(TickName).
+		Instantiate(context.Background())
+	if err != nil {
+		tb.Fatal(err)
+	}
+}
+
+// TestDeadlineStops runs programs that never end, has the tick trap from
+// another goroutine's word, and expects each to stop soon after. The start
+// function runs at instantiation, and is stopped the same way.
 func TestDeadlineStops(t *testing.T) {
 	ctx := context.Background()
 	wz := wazero.NewRuntime(ctx)
 	defer wz.Close(ctx)
-	read := func(file string) Stoppable {
+	var stop atomic.Bool
+	var ticks atomic.Int64
+	tickHost(t, wz, &stop, &ticks)
+	read := func(file string) wazero.CompiledModule {
 		b, err := os.ReadFile(filepath.Join("testdata", file))
 		if err != nil {
 			t.Fatal(err)
@@ -107,72 +127,43 @@ func TestDeadlineStops(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		return out
+		compiled, err := wz.CompileModule(ctx, out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return compiled
 	}
-	stop, startloop := read("stop.wasm"), read("startloop.wasm")
-	if stop.Start != "" || startloop.Start != StartName {
-		t.Fatalf("start exports %q and %q, want none and %q", stop.Start, startloop.Start, StartName)
-	}
+	stopMod, startloop := read("stop.wasm"), read("startloop.wasm")
 	tests := []struct {
-		prog Stoppable
-		fn   string
+		mod wazero.CompiledModule
+		fn  string // "" for the start function
 	}{
-		{stop, "berm_tool_loop"},
-		{stop, "berm_tool_recurse"},
-		{stop, "berm_tool_nested"},
-		{startloop, startloop.Start},
+		{stopMod, "berm_tool_loop"},
+		{stopMod, "berm_tool_recurse"},
+		{stopMod, "berm_tool_nested"},
+		{startloop, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.fn, func(t *testing.T) {
-			compiled, err := wz.CompileModule(ctx, tt.prog.Module)
-			if err != nil {
-				t.Fatal(err)
-			}
-			mod, err := wz.InstantiateModule(ctx, compiled, wazero.NewModuleConfig().WithName(""))
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer mod.Close(ctx)
-			g := mod.ExportedGlobal(tt.prog.Stop).(api.MutableGlobal)
+			stop.Store(false)
 			const after = 50 * time.Millisecond
-			timer := time.AfterFunc(after, func() { g.Set(1) })
+			timer := time.AfterFunc(after, func() { stop.Store(true) })
 			defer timer.Stop()
 			start := time.Now()
-			_, err = mod.ExportedFunction(tt.fn).Call(ctx)
-			took := time.Since(start)
-			if err == nil || !strings.Contains(err.Error(), "unreachable") {
-				t.Fatalf("got %v, want a trap on unreachable", err)
+			mod, err := wz.InstantiateModule(ctx, tt.mod, wazero.NewModuleConfig().WithName(""))
+			if err == nil {
+				defer mod.Close(ctx)
+				_, err = mod.ExportedFunction(tt.fn).Call(ctx)
 			}
-			if took > after+50*time.Millisecond {
-				t.Errorf("stopped %v after the global was set", took-after)
+			took := time.Since(start)
+			if err == nil || !strings.Contains(err.Error(), "stopped") {
+				t.Fatalf("got %v, want the tick's trap", err)
+			}
+			// Generous: a tick is microseconds apart.
+			if took > after+time.Second {
+				t.Errorf("stopped %v after the tick said so", took-after)
 			}
 		})
-	}
-}
-
-// TestDeadlineNames checks that a module exporting the reserved names keeps
-// them, and the stop global takes another.
-func TestDeadlineNames(t *testing.T) {
-	// (module (memory 1) (global (export "berm.stop") i32 (i32.const 7)))
-	module := []byte("\x00asm\x01\x00\x00\x00" + "\x05\x03\x01\x00\x01" +
-		"\x06\x06\x01\x7f\x00\x41\x07\x0b" +
-		"\x07\x0d\x01\x09berm.stop\x03\x00")
-	out, err := Deadline(module)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if out.Stop != StopName+".1" {
-		t.Errorf("stop global exported as %q, want %q", out.Stop, StopName+".1")
-	}
-	ctx := context.Background()
-	wz := wazero.NewRuntime(ctx)
-	defer wz.Close(ctx)
-	mod, err := wz.Instantiate(ctx, out.Module)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got := mod.ExportedGlobal(StopName).Get(); got != 7 {
-		t.Errorf("the module's own %s is %d, want 7", StopName, got)
 	}
 }
 
@@ -194,7 +185,7 @@ func TestDeadlineSections(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if _, err := wz.CompileModule(ctx, out.Module); err != nil {
+			if _, err := wz.CompileModule(ctx, out); err != nil {
 				t.Fatal(err)
 			}
 		})
@@ -245,16 +236,13 @@ func FuzzDeadline(f *testing.F) {
 			return
 		}
 		compiled.Close(ctx)
-		if errors.Is(err, errNoMemory) {
-			return
-		}
 		if err != nil {
 			t.Fatalf("wazero compiles the module, the transform refuses it: %v", err)
 		}
-		if !bytes.HasPrefix(out.Module, []byte("\x00asm")) {
+		if !bytes.HasPrefix(out, []byte("\x00asm")) {
 			t.Fatal("no module")
 		}
-		rewritten, err := wz.CompileModule(ctx, out.Module)
+		rewritten, err := wz.CompileModule(ctx, out)
 		if err != nil {
 			t.Fatalf("the rewritten module: %v", err)
 		}

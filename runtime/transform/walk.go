@@ -21,14 +21,17 @@ const (
 	opCallIndirect       = 0x11
 	opReturnCall         = 0x12
 	opReturnCallIndirect = 0x13
-	opUnreachable        = 0x00
+	opLocalGet           = 0x20
+	opLocalTee           = 0x22
 	opGlobalGet          = 0x23
 	opGlobalSet          = 0x24
-	opMemoryGrow         = 0x40
 	opI32Const           = 0x41
 	opI32Eqz             = 0x45
+	opI32LeS             = 0x4c
 	opI32Sub             = 0x6b
-	opDrop               = 0x1a
+	opI32ShrU            = 0x76
+	opRefFunc            = 0xd2
+	opPrefixFC           = 0xfc
 	blockEmpty           = 0x40
 )
 
