@@ -5,6 +5,7 @@ import (
 	"context"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/experimental/sysfs"
@@ -55,6 +56,12 @@ func (r *Runtime) sandbox(p *Program, grants *sandbox.Grants) error {
 // into the call's log.
 func (p *Program) instanceConfig(ctx context.Context, c *Call) wazero.ModuleConfig {
 	cfg := p.config
+	if p.wasi {
+		// A WASI sleep (poll_oneoff's clock) ends when the call's context
+		// does, so that the next tick or syscall meets the deadline rather
+		// than the end of the sleep.
+		cfg = cfg.WithNanosleep(func(ns int64) { sleep(ctx, ns) })
+	}
 	if p.hostEnv {
 		cfg = withEnviron(cfg, p.Grants.Environ(os.LookupEnv))
 	}
@@ -64,6 +71,16 @@ func (p *Program) instanceConfig(ctx context.Context, c *Call) wazero.ModuleConf
 		cfg = cfg.WithStdout(c.stdout).WithStderr(c.stderr)
 	}
 	return cfg
+}
+
+// sleep waits ns nanoseconds, or until ctx is done.
+func sleep(ctx context.Context, ns int64) {
+	t := time.NewTimer(time.Duration(ns))
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-ctx.Done():
+	}
 }
 
 func withEnviron(cfg wazero.ModuleConfig, environ []string) wazero.ModuleConfig {

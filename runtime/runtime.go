@@ -118,7 +118,8 @@ type Options struct {
 	Imports []HostModule
 	// ModuleConfig is the base of every instance's configuration (clocks,
 	// randomness, stdio for WASI). The runtime makes each instance anonymous
-	// and never runs _start, whatever it says.
+	// and never runs _start, whatever it says; and its WASI sleep real, but
+	// ended when the call's context is done.
 	ModuleConfig wazero.ModuleConfig
 	// Log receives each berm.log line, and the line that says how many were
 	// dropped past Limits.MaxLogLines or MaxLogBytes.

@@ -326,6 +326,13 @@ func (r *Runtime) dispatch(ctx context.Context, mod api.Module, stack []uint64) 
 	if c == nil {
 		panic(trapf("berm.syscall called outside a call"))
 	}
+	// A syscall is where a program may loop without a loop header the
+	// deadline's rewrite counts (berm.call after berm.call, each nested call
+	// starting its own count): once the call's context is done, every one
+	// traps, and so the loop ends.
+	if err := ctx.Err(); err != nil {
+		panic(&trap{msg: "syscall: the call's context is done", err: err})
+	}
 	number := stack[0]
 	h, ok := c.program.table[number]
 	if !ok {
