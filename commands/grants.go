@@ -103,6 +103,7 @@ func merge(a, b *sandbox.Grants) *sandbox.Grants {
 	if b.Cwd != "" {
 		out.Cwd = b.Cwd
 	}
+	out.InitEachCall = a.InitEachCall || b.InitEachCall
 	return &out
 }
 

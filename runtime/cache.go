@@ -31,11 +31,10 @@ import (
 // It returns the wazero runtime that compiled the image.
 func (r *Runtime) compile(ctx context.Context, image []byte) (wazero.CompiledModule, *wazeroRuntime, error) {
 	start, snap := r.startCompile()
-	// What is compiled is the same program with its data segments merged,
-	// which instantiates several times faster for Go's tens of thousands
-	// (coalesce.go); the program's identity stays the digest of image.
-	image = coalesceData(image)
-	// And with a maximum on every table that declares none, which table.grow
+	// image is what Runtime.derive made of the program: its data segments
+	// taken out for an image, or merged (snapshot.go); the program's
+	// identity stays the digest of what was deployed. What is compiled has
+	// besides a maximum on every table that declares none, which table.grow
 	// could otherwise take to 2^32-1 entries of the host's memory (tables.go).
 	image = boundTables(image, DefaultMaxTableEntries)
 	// And so that its calls stop at their deadline for the cost of a load

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/tetratelabs/wazero/api"
 	"github.com/tetratelabs/wazero/experimental"
 	"github.com/tetratelabs/wazero/sys"
 
@@ -92,10 +93,25 @@ func (r *Runtime) call(ctx context.Context, program, tool string, args []byte, c
 	return Outcome{Result: final.b}, nil
 }
 
-// run instantiates the program anew, runs _initialize when exported, then the
-// tool, and closes the instance.
-func (r *Runtime) run(ctx context.Context, c *Call, t *manifest.Tool) (err error) {
+// run instantiates the program anew, runs _initialize when exported (unless
+// the instance starts from its snapshot), then the tool, and closes the
+// instance.
+func (r *Runtime) run(ctx context.Context, c *Call, t *manifest.Tool) error {
+	return r.instance(ctx, c, func(ctx context.Context, mod api.Module) error {
+		_, err := mod.ExportedFunction(manifest.ToolExportPrefix + t.Name).Call(ctx)
+		var exit *sys.ExitError
+		if errors.As(err, &exit) && exit.ExitCode() == 0 {
+			return nil // WASI proc_exit(0): the program ended, its outcome set
+		}
+		return err
+	})
+}
+
+// instance makes a new instance of c's program, ready to run a tool, hands
+// it to use and closes it.
+func (r *Runtime) instance(ctx context.Context, c *Call, use func(context.Context, api.Module) error) (err error) {
 	ctx = context.WithValue(ctx, callKey{}, c)
+	c.mem.image = c.program.image
 	ctx = experimental.WithMemoryAllocator(ctx, &c.mem)
 	if c.program.resolver != nil {
 		ctx = experimental.WithImportResolver(ctx, c.program.resolver)
@@ -110,7 +126,11 @@ func (r *Runtime) run(ctx context.Context, c *Call, t *manifest.Tool) (err error
 		return err
 	}
 	defer mod.Close(context.Background())
-	if c.program.Manifest.Initialize {
+	if c.program.snapshotted {
+		if err := c.program.restore(mod); err != nil {
+			return err
+		}
+	} else if c.program.Manifest.Initialize {
 		c.initializing = true
 		if _, err := mod.ExportedFunction("_initialize").Call(ctx); err != nil {
 			return fmt.Errorf("_initialize: %w", err)
@@ -120,12 +140,7 @@ func (r *Runtime) run(ctx context.Context, c *Call, t *manifest.Tool) (err error
 	if r.observer.Instantiate != nil {
 		r.observer.Instantiate(c.program.Name, time.Since(start))
 	}
-	_, err = mod.ExportedFunction(manifest.ToolExportPrefix + t.Name).Call(ctx)
-	var exit *sys.ExitError
-	if errors.As(err, &exit) && exit.ExitCode() == 0 {
-		return nil // WASI proc_exit(0): the program ended, its outcome set
-	}
-	return err
+	return use(ctx, mod)
 }
 
 // hostError turns what wazero returned into the host's error.

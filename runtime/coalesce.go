@@ -85,10 +85,15 @@ type moduleData struct {
 	sectionStart, end  int    // of the data section, header included
 	memoryBytes        uint64 // the memory's initial size
 	hasMemory, hasData bool
+	// indexed is set when segments may be named by index: a data count
+	// section (which memory.init and data.drop need) or data segment names.
+	// Merging segments would move them; emptying them in place does not.
+	indexed bool
 }
 
-// parseDataSection finds and decodes the data section. It is false for
-// anything it does not fully understand or that makes the rewrite unsafe.
+// parseDataSection finds and decodes the data section of a module that
+// defines its one memory and imports none (hasData false when it has no data
+// section). It is false for anything it does not fully understand.
 func parseDataSection(module []byte) (*moduleData, bool) {
 	if !bytes.HasPrefix(module, []byte(wasmbin.Header)) || uint64(len(module)) > math.MaxUint32 {
 		return nil, false
@@ -108,9 +113,11 @@ func parseDataSection(module []byte) (*moduleData, bool) {
 		}
 		switch sec.ID {
 		case wasmbin.SectionCustom:
-			if !customSectionSafe(sec.Payload) {
+			safe, namesData := customSectionSafe(sec.Payload)
+			if !safe {
 				return nil, false
 			}
+			md.indexed = md.indexed || namesData
 		case wasmbin.SectionImport:
 			if !importsNoMemory(sec.Payload) {
 				return nil, false
@@ -129,35 +136,39 @@ func parseDataSection(module []byte) (*moduleData, bool) {
 			md.segments, md.hasData = segs, true
 			md.sectionStart, md.end = sec.Start, sec.End
 		case wasmbin.SectionDataCount:
-			return nil, false
+			md.indexed = true
 		}
 	}
-	return md, md.hasData && md.hasMemory
+	return md, md.hasMemory
 }
 
 // The readers below decode the binary format as strictly as wazero does or
 // more: what they accept, wazero accepts. They lean on wasmbin.Reader's
 // sticky failure, checking it once a structure is read.
 
-func customSectionSafe(payload []byte) bool {
+// customSectionSafe is false for a section of an object file (linking,
+// relocations) or one it cannot read; namesData reports names of data
+// segments.
+func customSectionSafe(payload []byte) (safe, namesData bool) {
 	r := wasmbin.NewReader(payload)
 	// The name's bytes as they are: whether they are UTF-8 is wazero's to
 	// judge.
 	name := string(r.Bytes(r.U32()))
 	if r.Err() != nil || name == "linking" || strings.HasPrefix(name, "reloc.") {
-		return false
+		return false, false
 	}
 	if name != "name" {
-		return true
+		return true, false
 	}
 	for r.Len() > 0 {
 		id := r.Byte()
 		r.Bytes(r.U32())
-		if r.Err() != nil || id == 9 { // 9: data segment names
-			return false
+		if r.Err() != nil {
+			return false, false
 		}
+		namesData = namesData || id == 9 // 9: data segment names
 	}
-	return true
+	return true, namesData
 }
 
 // importsNoMemory is true when the module imports no memory and every import is
@@ -310,7 +321,7 @@ func offsetExpr(r *wasmbin.Reader) (off int32, lone, ok bool) {
 // memory's initial size is not rewritten.
 func coalesce(module []byte, gap uint64, keepOutOfBounds bool) ([]byte, bool) {
 	md, ok := parseDataSection(module)
-	if !ok {
+	if !ok || !md.hasData || md.indexed {
 		return nil, false
 	}
 	segs := md.segments

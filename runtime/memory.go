@@ -52,6 +52,7 @@ func (b *memoryBudget) give(n uint64) {
 // call also covers an instantiation that fails after allocating.
 type callMemory struct {
 	rt    *Runtime
+	image *memoryImage // what the first memory starts as, or nil: zeros
 	first linearMemory
 	more  []*linearMemory // a second memory, which wazero 1.x never makes
 }
@@ -77,6 +78,9 @@ func (m *callMemory) Allocate(_, _ uint64) experimental.LinearMemory {
 	}
 	l.budget = &m.rt.budget
 	l.region = m.rt.regions.get()
+	if l == &m.first {
+		l.image = m.image
+	}
 	return l
 }
 
@@ -98,6 +102,7 @@ type linearMemory struct {
 	charged uint64 // bytes taken from budget
 	region  *region
 	buf     []byte
+	image   *memoryImage // laid over the first allocation
 }
 
 // Reallocate implements experimental.LinearMemory. nil fails the grow, which
@@ -113,7 +118,13 @@ func (l *linearMemory) Reallocate(size uint64) []byte {
 		l.charged = size
 	}
 	if l.region != nil {
-		if b := l.region.commit(size); b != nil {
+		var b []byte
+		if first && l.image != nil {
+			b = l.region.start(l.image, size)
+		} else {
+			b = l.region.commit(size)
+		}
+		if b != nil {
 			l.buf = b
 			return b
 		}
@@ -123,6 +134,13 @@ func (l *linearMemory) Reallocate(size uint64) []byte {
 		// The system refused to commit the first pages: fall back to the heap.
 		l.region.free()
 		l.region = nil
+	}
+	if first && l.image != nil {
+		// The image may reach past the first size, up to the memory the
+		// instance is grown to before it runs: it is held in the capacity.
+		l.buf = make([]byte, size, max(size, uint64(len(l.image.data))))
+		copy(l.buf[:cap(l.buf)], l.image.data)
+		return l.buf
 	}
 	if size <= uint64(cap(l.buf)) {
 		l.buf = l.buf[:size]
@@ -141,7 +159,13 @@ func (l *linearMemory) Free() {}
 func (l *linearMemory) release(rt *Runtime) {
 	rt.budget.give(l.charged)
 	if l.region != nil {
-		rt.regions.put(l.region, uint64(len(l.buf)))
+		used := uint64(len(l.buf))
+		if l.image != nil {
+			// An instantiation that failed before the instance was grown
+			// to the image leaves the image's bytes past its length.
+			used = max(used, uint64(len(l.image.data)))
+		}
+		rt.regions.put(l.region, used)
 	}
 	*l = linearMemory{}
 }
@@ -195,7 +219,9 @@ func (p *regionPool) put(r *region, used uint64) {
 		return
 	}
 	// The accessible bytes past used were zeroed before and never touched.
-	inPlace := used <= r.rw && r.rw <= keepDirty && p.dirty+r.rw <= maxDirty
+	// A region an image was mapped into gets fresh pages: clearing would
+	// copy every page of the image first.
+	inPlace := !r.mapped && used <= r.rw && r.rw <= keepDirty && p.dirty+r.rw <= maxDirty
 	if inPlace {
 		p.dirty += r.rw // counted now, so that concurrent puts stay under maxDirty
 	}
@@ -234,8 +260,9 @@ func (p *regionPool) close() {
 // bytes are readable and writable and the rest inaccessible. The program
 // reaches only its memory's length; the rest is never touched.
 type region struct {
-	mem []byte
-	rw  uint64
+	mem    []byte
+	rw     uint64
+	mapped bool // an image file is mapped over its start, copy-on-write
 }
 
 // commit makes the first size bytes accessible and returns them, or nil.
@@ -252,6 +279,33 @@ func (r *region) commit(size uint64) []byte {
 	return r.mem[:size:size]
 }
 
+// start makes the first size bytes accessible, holding img, and returns
+// them, or nil. A large image with a file is mapped copy-on-write: the
+// instance costs only the pages it touches, a read fault each or a copy
+// when written. A small one is copied, cheaper than the faults and the
+// system calls of a mapping; so is any image where files cannot be mapped.
+func (r *region) start(img *memoryImage, size uint64) []byte {
+	n := uint64(len(img.data))
+	if n > uint64(len(r.mem)) {
+		return nil
+	}
+	if img.fd >= 0 && n >= mapImageFrom {
+		if !mapImage(r.mem[:n], img.fd) {
+			return nil
+		}
+		r.mapped, r.rw = true, max(r.rw, n)
+		return r.commit(size)
+	}
+	if r.commit(max(size, n)) == nil {
+		return nil
+	}
+	copy(r.mem, img.data)
+	return r.mem[:size:size]
+}
+
+// mapImageFrom is the size from which an image is mapped rather than copied.
+const mapImageFrom = 256 << 10
+
 // reset replaces what was committed with fresh, inaccessible pages, which
 // read as zeros once committed again.
 func (r *region) reset() bool {
@@ -261,7 +315,7 @@ func (r *region) reset() bool {
 	if !remap(r.mem[:r.rw]) {
 		return false
 	}
-	r.rw = 0
+	r.rw, r.mapped = 0, false
 	return true
 }
 

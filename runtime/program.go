@@ -13,6 +13,7 @@ import (
 
 	"github.com/berm-dev/berm/manifest"
 	"github.com/berm-dev/berm/runtime/sandbox"
+	"github.com/berm-dev/berm/runtime/transform"
 )
 
 // Program is a deployed program: a compiled module under a name.
@@ -37,6 +38,17 @@ type Program struct {
 	wasi    bool        // it imports WASI: its stdout and stderr are logged
 
 	wz *wazeroRuntime // the one that compiled it
+
+	// image is what every instance's memory starts as (snapshot.go), or
+	// nil: instantiation fills it.
+	image *memoryImage
+	// snapshotted: image is memory after _initialize, and the instances
+	// skip it; they are grown to memBytes and given the mutable globals'
+	// values of then.
+	snapshotted bool
+	memBytes    uint64
+	globals     []transform.Global
+	values      []uint64
 
 	inflight  atomic.Int64
 	retired   atomic.Bool
@@ -98,7 +110,8 @@ func (r *Runtime) Prepare(ctx context.Context, name string, image []byte, grants
 	if err := grants.Check(); err != nil {
 		return nil, err
 	}
-	compiled, wz, err := r.compile(ctx, image)
+	module, warm := r.derive(image)
+	compiled, wz, err := r.compile(ctx, module)
 	if err != nil {
 		return nil, err
 	}
@@ -119,6 +132,9 @@ func (r *Runtime) Prepare(ctx context.Context, name string, image []byte, grants
 	if err := r.sandbox(p, grants); err != nil {
 		p.close()
 		return nil, err
+	}
+	if warm != nil {
+		r.warm(ctx, p, warm)
 	}
 	return p, nil
 }
@@ -149,4 +165,5 @@ func (p *Program) close() {
 		m.Close()
 	}
 	p.compiled.Close(ctx)
+	p.image.close()
 }

@@ -39,6 +39,12 @@ type Grants struct {
 	// Cwd is the working directory a WASI program starts in: PWD in its
 	// environment, which Go's runtime and wasi-libc read.
 	Cwd string `json:"cwd,omitempty"`
+	// InitEachCall runs a reactor's _initialize at the start of every call
+	// rather than once at deploy, where its state is kept as a snapshot
+	// that every call starts from: what _initialize reads from the host
+	// (the clock, random seeds, the environment) is then read afresh for
+	// each call, for the time _initialize takes on each.
+	InitEachCall bool `json:"init_each_call,omitempty"`
 }
 
 // Dir is a host directory granted to the program at Guest.
@@ -65,7 +71,7 @@ var ErrGrant = errors.New("grant")
 
 // IsZero reports whether g grants nothing.
 func (g *Grants) IsZero() bool {
-	return g == nil || (len(g.Dirs) == 0 && len(g.Env) == 0 && len(g.Hosts) == 0 && len(g.Args) == 0 && g.Cwd == "")
+	return g == nil || (len(g.Dirs) == 0 && len(g.Env) == 0 && len(g.Hosts) == 0 && len(g.Args) == 0 && g.Cwd == "" && !g.InitEachCall)
 }
 
 // Writable reports whether a directory is granted read-write.
@@ -323,6 +329,10 @@ func (g *Grants) lines(hostPaths bool) []string {
 	if g.Cwd != "" {
 		out = append(out, "working directory "+g.Cwd)
 	}
+	if g.InitEachCall && hostPaths {
+		// Not the program's reach: a model need not know.
+		out = append(out, "_initialize at each call, not once at deploy")
+	}
 	return out
 }
 
@@ -350,6 +360,9 @@ func (g *Grants) Short() string {
 	}
 	if g.Cwd != "" {
 		out = append(out, "cwd:"+g.Cwd)
+	}
+	if g.InitEachCall {
+		out = append(out, "init-each-call")
 	}
 	return strings.Join(out, ",")
 }
