@@ -9,7 +9,7 @@
 # whole berm run of the kernel against the native build of the same C, and
 # mcpserve/testdata/bench.sh (berm's echo against server-everything over
 # stdio) once per path. testdata/bench/warmbench does the measuring; extra
-# arguments go to it (-count 3, -runs 3, -mib 32, -mcpbench= to skip the MCP
+# arguments go to it (-count 3, -runs 2, -mib 16, -mcpbench= to skip the MCP
 # echo). A few minutes on two cores; it exits 1 when a target is missed, after
 # printing every figure.
 #
