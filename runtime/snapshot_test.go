@@ -1,0 +1,270 @@
+package runtime_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/berm-dev/berm/runtime"
+	"github.com/berm-dev/berm/runtime/host"
+	"github.com/berm-dev/berm/runtime/sandbox"
+)
+
+// The ways a program's calls can start: from the snapshot (the default),
+// with _initialize at each call (the deployment's opt-out), and on the plain
+// path (Options.Plain). Under BERM_PLAIN=1 the default is the plain path.
+type startMode struct {
+	name   string
+	plain  bool
+	each   bool // sandbox.Grants.InitEachCall
+	frozen bool // what _initialize read stays the same from call to call
+}
+
+func startModes() []startMode {
+	plainEnv := os.Getenv("BERM_PLAIN") == "1"
+	return []startMode{
+		{name: "snapshot", frozen: !plainEnv},
+		{name: "init each call", each: true},
+		{name: "plain", plain: true},
+	}
+}
+
+// startRuntime is a runtime with WASI and the host's syscalls, on the plain
+// path when plain (whatever BERM_FAST says).
+func startRuntime(t testing.TB, plain bool, log func(ctx context.Context, program, tool string, line []byte)) *runtime.Runtime {
+	t.Helper()
+	opts := &runtime.Options{
+		Imports:      []runtime.HostModule{host.WASI()},
+		ModuleConfig: host.ModuleConfig(),
+		Log:          log,
+	}
+	if !plain {
+		return newRuntimeDepth(t, runtime.DefaultCallDepth, host.Syscalls(memoryKV{}), opts)
+	}
+	opts.Plain = true
+	ctx := context.Background()
+	rt, err := runtime.New(ctx, runtime.DefaultCallDepth, host.Syscalls(memoryKV{}), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { rt.Close(ctx) })
+	return rt
+}
+
+func deployMode(t testing.TB, rt *runtime.Runtime, m startMode, name string, image []byte, g *sandbox.Grants) {
+	t.Helper()
+	if m.each {
+		if g == nil {
+			g = &sandbox.Grants{}
+		}
+		g.InitEachCall = true
+	}
+	if _, err := rt.Deploy(context.Background(), name, image, g); err != nil {
+		t.Fatalf("deploy %s: %v", name, err)
+	}
+}
+
+func localImage(t testing.TB, file string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("testdata", file))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// No call sees what another left: not in memory (a cell, a data segment,
+// the grown page), not in a global (exported or not), not in memory's size,
+// not in a table; one after the other and many at once.
+func TestSnapshotNoLeak(t *testing.T) {
+	for _, m := range startModes() {
+		t.Run(m.name, func(t *testing.T) {
+			rt := startRuntime(t, m.plain, nil)
+			deployMode(t, rt, m, "warm", localImage(t, "warm.wasm"), nil)
+			deployMode(t, rt, m, "warm-table", localImage(t, "warm_table.wasm"), nil)
+			ctx := context.Background()
+			for _, program := range []string{"warm", "warm-table"} {
+				for range 5 {
+					out, err := rt.Call(ctx, program, "leak", []byte(`{}`))
+					if err != nil || string(out.Result) != "clean" {
+						t.Fatalf("%s.leak: %q, %v; want clean", program, out.Result, err)
+					}
+				}
+			}
+			var wg sync.WaitGroup
+			errs := make(chan string, 16*20)
+			for g := range 16 {
+				wg.Go(func() {
+					program := []string{"warm", "warm-table"}[g%2]
+					for range 20 {
+						out, err := rt.Call(ctx, program, "leak", []byte(`{}`))
+						if err != nil || string(out.Result) != "clean" {
+							errs <- program + ": " + string(out.Result)
+							if err != nil {
+								errs <- err.Error()
+							}
+						}
+					}
+				})
+			}
+			wg.Wait()
+			close(errs)
+			for e := range errs {
+				t.Error(e)
+			}
+		})
+	}
+}
+
+// What _initialize read from the host (the clock, random bytes) is frozen
+// at deploy with the snapshot, and read afresh for each call with the
+// opt-out and on the plain path; random bytes a call reads itself are fresh
+// on every path.
+func TestSnapshotFreezesInit(t *testing.T) {
+	envGrant := &sandbox.Grants{Env: []sandbox.Env{{Name: "BERM_TEST_UNSET_VARIABLE"}}}
+	modes := append(startModes(), startMode{name: "environment read at each call"})
+	for i, m := range modes {
+		t.Run(m.name, func(t *testing.T) {
+			rt := startRuntime(t, m.plain, nil)
+			var g *sandbox.Grants
+			if i == len(modes)-1 {
+				g = envGrant
+			}
+			deployMode(t, rt, m, "warm", localImage(t, "warm.wasm"), g)
+			ctx := context.Background()
+			var inits, randoms [][]byte
+			for range 4 {
+				out, err := rt.Call(ctx, "warm", "init", []byte(`{}`))
+				if err != nil || len(out.Result) != 16 {
+					t.Fatalf("init: %x, %v", out.Result, err)
+				}
+				inits = append(inits, out.Result)
+				out, err = rt.Call(ctx, "warm", "random", []byte(`{}`))
+				if err != nil || len(out.Result) != 8 {
+					t.Fatalf("random: %x, %v", out.Result, err)
+				}
+				randoms = append(randoms, out.Result)
+			}
+			for k := 1; k < len(inits); k++ {
+				if same := bytes.Equal(inits[k], inits[0]); same != m.frozen {
+					t.Errorf("init read %x in call 0 and %x in call %d: frozen %v, want %v", inits[0], inits[k], k, same, m.frozen)
+				}
+				if bytes.Equal(randoms[k], randoms[k-1]) {
+					t.Errorf("random bytes read during calls %d and %d are the same: %x", k-1, k, randoms[k])
+				}
+			}
+		})
+	}
+}
+
+// An _initialize that traps at deploy does not fail the deploy: it runs at
+// each call instead, which fails as it always has, and the log says why.
+func TestSnapshotInitTraps(t *testing.T) {
+	var mu sync.Mutex
+	var logs []string
+	rt := startRuntime(t, false, func(_ context.Context, program, tool string, line []byte) {
+		mu.Lock()
+		logs = append(logs, program+" "+tool+": "+string(line))
+		mu.Unlock()
+	})
+	deploy(t, rt, "bad-init", "init_syscall.wasm")
+	for range 2 {
+		out, err := rt.Call(context.Background(), "bad-init", "t", []byte(`{}`))
+		if !errors.Is(err, runtime.ErrTrap) || !strings.Contains(err.Error(), "_initialize") || !strings.Contains(err.Error(), "berm.args.len") {
+			t.Fatalf("call: %q, %v; want a trap in _initialize naming berm.args.len", out.Result, err)
+		}
+	}
+	if os.Getenv("BERM_PLAIN") == "1" {
+		return
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(logs) != 1 || !strings.HasPrefix(logs[0], "bad-init _initialize: berm: _initialize at deploy") || !strings.Contains(logs[0], "at each call") {
+		t.Errorf("log %q, want one line on why _initialize runs at each call", logs)
+	}
+}
+
+// berm.log during the snapshot's _initialize goes to the log, as the
+// program's line under the tool "_initialize"; calls then log nothing.
+func TestSnapshotLogsInit(t *testing.T) {
+	var mu sync.Mutex
+	var logs []string
+	rt := startRuntime(t, false, func(_ context.Context, program, tool string, line []byte) {
+		mu.Lock()
+		logs = append(logs, program+" "+tool+": "+string(line))
+		mu.Unlock()
+	})
+	deploy(t, rt, "init", "init.wasm")
+	mu.Lock()
+	deployLogs := append([]string(nil), logs...)
+	mu.Unlock()
+	for range 3 {
+		out, err := rt.Call(context.Background(), "init", "ready", []byte(`{}`))
+		check(t, out, err, want{result: "ready"})
+	}
+	if os.Getenv("BERM_PLAIN") == "1" {
+		return
+	}
+	if len(deployLogs) != 1 || deployLogs[0] != "init _initialize: initializing" {
+		t.Errorf("deploy logged %q, want the line of _initialize", deployLogs)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(logs) != 1 {
+		t.Errorf("calls logged %q, want nothing more", logs[1:])
+	}
+}
+
+func exampleImage(t testing.TB, name string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("..", "examples", name, name+".wasm"))
+	if err != nil {
+		t.Skip(err)
+	}
+	return b
+}
+
+// A Go program answers the same from its snapshot as with _initialize at
+// each call and on the plain path, a granted directory included (Go's
+// runtime learns the preopens at init, under the deployment's mounts).
+func TestSnapshotGo(t *testing.T) {
+	hello := exampleImage(t, "hello")
+	files := exampleImage(t, "files")
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "todo.md"), []byte("water the plants\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range startModes() {
+		t.Run(m.name, func(t *testing.T) {
+			rt := startRuntime(t, m.plain, nil)
+			deployMode(t, rt, m, "hello", hello, nil)
+			deployMode(t, rt, m, "files", files, &sandbox.Grants{Dirs: []sandbox.Dir{{Host: dir, Guest: "/notes"}}})
+			ctx := context.Background()
+			for _, name := range []string{"Ada", "Grace", "Ada"} {
+				out, err := rt.Call(ctx, "hello", "greet", []byte(`{"name":"`+name+`"}`))
+				check(t, out, err, want{result: "Hello, " + name + "!"})
+			}
+			out, err := rt.Call(ctx, "hello", "greet", []byte(`{"name":" "}`))
+			if err != nil || !out.Failed || !strings.Contains(string(out.Failure), "name is empty") {
+				t.Errorf("greet with a blank name: %+v, %v; want its failure", out, err)
+			}
+			for range 2 {
+				out, err = rt.Call(ctx, "files", "read", []byte(`{"path":"/notes/todo.md"}`))
+				check(t, out, err, want{result: "water the plants\n"})
+			}
+			out, err = rt.Call(ctx, "files", "list", []byte(`{"path":"/notes"}`))
+			if err != nil || out.Failed || !strings.Contains(string(out.Result), `"todo.md"`) {
+				t.Errorf("list /notes: %q %q, %v", out.Result, out.Failure, err)
+			}
+			out, err = rt.Call(ctx, "files", "read", []byte(`{"path":"/elsewhere/x"}`))
+			if err != nil || !out.Failed {
+				t.Errorf("read outside the grant: %+v, %v; want its failure", out, err)
+			}
+		})
+	}
+}
