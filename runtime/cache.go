@@ -47,8 +47,12 @@ func (r *Runtime) compile(ctx context.Context, image []byte) (wazero.CompiledMod
 		// the rewrite adds, before they exist, would become valid and hold
 		// its deadline off. It is compiled as it is, in a runtime of its
 		// own that caches nothing; an invalid one goes to the plain compile
-		// below, which says why.
-		check := wazero.NewRuntimeWithConfig(ctx, wz.config)
+		// below, which says why. wazero validates a module the same way
+		// whichever engine compiles it: the interpreter's takes
+		// milliseconds where the compiler's takes as long as the compile
+		// that follows.
+		check := wazero.NewRuntimeWithConfig(ctx, wazero.NewRuntimeConfigInterpreter().
+			WithMemoryLimitPages(uint32(r.limits.Memory/PageSize)))
 		_, err := check.CompileModule(ctx, image)
 		check.Close(ctx)
 		rewritten, terr := transform.Deadline(image)

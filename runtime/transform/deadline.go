@@ -104,12 +104,13 @@ func deadline(module []byte) ([]byte, error) {
 	imports.entries = wasmbin.AppendName(imports.entries, TickName)
 	imports.entries = append(imports.entries, 0x00)
 	imports.entries = wasmbin.AppendULEB(imports.entries, uint64(tickType))
-	m := &rewriter{tick: tick}
-
 	funcTypes, err := readFunctions(payload(wasmbin.SectionFunction))
 	if err != nil {
 		return nil, err
 	}
+	// The function that counts for loop-dense functions comes after every
+	// other, so that no index moves for it.
+	m := &rewriter{tick: tick, countFunc: tick + 1 + uint32(len(funcTypes))}
 	global, err := m.globals(payload(wasmbin.SectionGlobal))
 	if err != nil {
 		return nil, err
@@ -148,6 +149,14 @@ func deadline(module []byte) ([]byte, error) {
 		if replaced[wasmbin.SectionCode], err = m.code(p, paramsOf); err != nil {
 			return nil, err
 		}
+	}
+	if m.countUsed {
+		functions := vector{count: uint32(len(funcTypes)) + 1}
+		for _, t := range funcTypes {
+			functions.entries = wasmbin.AppendULEB(functions.entries, uint64(t))
+		}
+		functions.entries = wasmbin.AppendULEB(functions.entries, uint64(tickType))
+		replaced[wasmbin.SectionFunction] = functions.encode()
 	}
 
 	b := make([]byte, 0, len(module)+len(module)/8+64)
@@ -311,7 +320,20 @@ func skipLimits(r *wasmbin.Reader) {
 type rewriter struct {
 	tick    uint32 // the tick's function index: the first defined function's before
 	counter uint32 // the counter's global index
+	// countFunc is the index of a function that counts one turn, which
+	// loop-dense functions call rather than count inline; countUsed is set
+	// once one does, and the function is then added.
+	countFunc uint32
+	countUsed bool
 }
+
+// DenseLoops is how many loop headers a function may have before it calls a
+// function to count at each rather than count inline. wazero's optimizing
+// compiler takes time more than linear in the blocks of a function, and the
+// inline count adds two at every loop: a function of 10,000 loops took 4 to
+// 8 times as long to compile. A call adds no block, and costs a few
+// nanoseconds a turn, in functions that are far from a compute kernel's.
+const DenseLoops = 256
 
 // shift is where function index i is once the tick is imported.
 func (m *rewriter) shift(i uint32) uint32 {
@@ -504,6 +526,9 @@ func (m *rewriter) code(payload []byte, params func(int) (uint32, error)) ([]byt
 	out = wasmbin.AppendULEB(out, uint64(n))
 	var body []byte
 	var edits []edit
+	if m.countFunc-m.tick-1 != uint32(n) {
+		return nil, fmt.Errorf("code section: %d bodies for %d functions", n, m.countFunc-m.tick-1)
+	}
 	for i := range n {
 		code := r.Bytes(r.U32())
 		if r.Err() != nil {
@@ -522,6 +547,13 @@ func (m *rewriter) code(payload []byte, params func(int) (uint32, error)) ([]byt
 	}
 	if !r.Done() {
 		return nil, errors.New("code section: bytes after the last body")
+	}
+	if m.countUsed {
+		body = m.count(append(body[:0], 0)) // no locals
+		body = append(body, opEnd)
+		out = wasmbin.AppendULEB(out, uint64(len(body)))
+		out = append(out, body...)
+		out = append(wasmbin.AppendULEB(make([]byte, 0, len(out)+5), uint64(n+1)), out[wasmbin.ULEBLen(uint64(n)):]...)
 	}
 	return out, nil
 }
@@ -555,6 +587,7 @@ func (m *rewriter) body(out, code []byte, params uint32, edits []edit) ([]byte, 
 	}
 	start := r.Offset()
 	calls, bulk := false, false
+	loops := 0
 	for r.Len() > 0 {
 		at := r.Offset()
 		op, err := skipInstruction(r)
@@ -564,6 +597,7 @@ func (m *rewriter) body(out, code []byte, params uint32, edits []edit) ([]byte, 
 		switch op {
 		case opLoop:
 			edits = append(edits, edit{at: r.Offset(), end: r.Offset(), kind: editCount})
+			loops++
 		case opCall, opReturnCall, opRefFunc:
 			index := wasmbin.NewReader(code[at+1:]).U32()
 			edits = append(edits, edit{at: at + 1, end: r.Offset(), kind: editFunc, index: index})
@@ -586,15 +620,19 @@ func (m *rewriter) body(out, code []byte, params uint32, edits []edit) ([]byte, 
 	} else {
 		out = append(out, code[:start]...)
 	}
+	count := m.count
+	if loops > DenseLoops {
+		count = m.callCount
+	}
 	if calls {
-		out = m.count(out)
+		out = count(out)
 	}
 	at := start
 	for _, e := range edits {
 		out = append(out, code[at:e.at]...)
 		switch e.kind {
 		case editCount:
-			out = m.count(out)
+			out = count(out)
 		case editBulk:
 			out = m.bulk(out, uint32(locals))
 		case editFunc:
@@ -634,6 +672,12 @@ func (m *rewriter) count(b []byte) []byte {
 	b = m.get(b)
 	b = append(b, opI32Eqz)
 	return m.tickIf(b)
+}
+
+// callCount appends a call of the function that counts.
+func (m *rewriter) callCount(b []byte) []byte {
+	m.countUsed = true
+	return wasmbin.AppendULEB(append(b, opCall), uint64(m.countFunc))
 }
 
 // bulk appends the instructions that count the length on the stack's top

@@ -144,7 +144,11 @@ func TestDeadlineStops(t *testing.T) {
 		{startloop, ""},
 	}
 	for _, tt := range tests {
-		t.Run(tt.fn, func(t *testing.T) {
+		name := tt.fn
+		if name == "" {
+			name = "start"
+		}
+		t.Run(name, func(t *testing.T) {
 			stop.Store(false)
 			const after = 50 * time.Millisecond
 			timer := time.AfterFunc(after, func() { stop.Store(true) })
@@ -164,6 +168,133 @@ func TestDeadlineStops(t *testing.T) {
 				t.Errorf("stopped %v after the tick said so", took-after)
 			}
 		})
+	}
+}
+
+// instantiateFuncs instantiates module in a runtime of its own, with berm's
+// syscall (which keeps what berm.result gives it) and tick (which counts).
+func instantiateFuncs(t *testing.T, module []byte, result *[]byte, ticks *atomic.Int64) api.Module {
+	t.Helper()
+	ctx := context.Background()
+	wz := wazero.NewRuntime(ctx)
+	t.Cleanup(func() { wz.Close(ctx) })
+	_, err := wz.NewHostModuleBuilder(TickModule).
+		NewFunctionBuilder().
+		WithGoModuleFunction(api.GoModuleFunc(func(_ context.Context, m api.Module, stack []uint64) {
+			b, _ := m.Memory().Read(uint32(stack[1]), uint32(stack[2]))
+			*result = append([]byte(nil), b...)
+			stack[0] = 0
+		}), []api.ValueType{api.ValueTypeI64, api.ValueTypeI32, api.ValueTypeI32}, []api.ValueType{api.ValueTypeI64}).
+		Export("syscall").
+		NewFunctionBuilder().
+		WithGoFunction(api.GoFunc(func(context.Context, []uint64) { ticks.Add(1) }), nil, nil).
+		Export(TickName).
+		Instantiate(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mod, err := wz.InstantiateWithConfig(ctx, module, wazero.NewModuleConfig().WithName(""))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return mod
+}
+
+// TestDeadlineFuncs runs a module that names its functions every way a
+// module can, before the rewrite and after: the same result, and the names
+// of its name section moved with the functions.
+func TestDeadlineFuncs(t *testing.T) {
+	module, err := os.ReadFile(filepath.Join("testdata", "funcs.wasm"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A name section: function 0 is the import of berm.syscall.
+	names := wasmbin.AppendULEB(nil, 3)
+	for i, name := range []string{"add1", "double", "triple"} {
+		names = wasmbin.AppendName(wasmbin.AppendULEB(names, uint64(i+1)), name)
+	}
+	section := append(wasmbin.AppendName(nil, "name"), 1)
+	section = append(wasmbin.AppendULEB(section, uint64(len(names))), names...)
+	module = wasmbin.AppendSection(module, wasmbin.SectionCustom, section)
+	rewritten, err := Deadline(module)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	for name, m := range map[string][]byte{"original": module, "rewritten": rewritten} {
+		t.Run(name, func(t *testing.T) {
+			var result []byte
+			var ticks atomic.Int64
+			mod := instantiateFuncs(t, m, &result, &ticks)
+			if _, err := mod.ExportedFunction("berm_tool_run").Call(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if string(result) != "1166" {
+				t.Errorf("run returned %q, want 1166", result)
+			}
+			double := mod.ExportedFunction("double").Definition()
+			if !strings.HasSuffix(double.DebugName(), ".double") {
+				t.Errorf("export double is named %q, want .double", double.DebugName())
+			}
+			// 64 fills of 1 MiB weigh 256 turns each, and 1 for the loop.
+			if _, err := mod.ExportedFunction("fill").Call(ctx, 64); err != nil {
+				t.Fatal(err)
+			}
+			want := int64(0)
+			if name == "rewritten" {
+				want = 64 * (1<<20>>BulkShift + 1) / Period
+			}
+			if got := ticks.Load(); got != want {
+				t.Errorf("%d ticks, want %d", got, want)
+			}
+		})
+	}
+}
+
+// TestDeadlineDense counts in a function of many loops by calls of a
+// function of its own, which the rewrite adds, and still ticks.
+func TestDeadlineDense(t *testing.T) {
+	b := []byte(wasmbin.Header)
+	b = wasmbin.AppendSection(b, 1, []byte{1, 0x60, 0, 0}) // a type: () -> ()
+	b = wasmbin.AppendSection(b, 3, []byte{1, 0})          // function 0 of it
+	b = wasmbin.AppendSection(b, 7, append(wasmbin.AppendName([]byte{1}, "dense"), 0, 0))
+	// (local $i i32) (local.set $i 1000) loop { DenseLoops+1 empty loops;
+	// br_if 0 (local.tee $i (i - 1)) }
+	body := []byte{1, 1, 0x7f, 0x41, 0xe8, 0x07, 0x21, 0, 0x03, 0x40}
+	for range DenseLoops + 1 {
+		body = append(body, 0x03, 0x40, 0x0b)
+	}
+	body = append(body, 0x20, 0, 0x41, 1, 0x6b, 0x22, 0, 0x0d, 0, 0x0b, 0x0b)
+	b = wasmbin.AppendSection(b, 10, append(wasmbin.AppendULEB([]byte{1}, uint64(len(body))), body...))
+	rewritten, err := Deadline(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	wz := wazero.NewRuntime(ctx)
+	defer wz.Close(ctx)
+	var ticks atomic.Int64
+	var stop atomic.Bool
+	tickHost(t, wz, &stop, &ticks)
+	compiled, err := wz.CompileModule(ctx, rewritten)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := len(compiled.ImportedFunctions()); got != 1 {
+		t.Errorf("%d functions imported, want the tick", got)
+	}
+	mod, err := wz.InstantiateModule(ctx, compiled, wazero.NewModuleConfig().WithName(""))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := mod.ExportedFunction("dense").Call(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := ticks.Load(), int64(1000*(DenseLoops+2)/Period); got != want {
+		t.Errorf("%d ticks, want %d", got, want)
+	}
+	if len(rewritten) > len(b)+(DenseLoops+2)*4+64 {
+		t.Errorf("%d bytes rewritten into %d: the count is inline", len(b), len(rewritten))
 	}
 }
 
