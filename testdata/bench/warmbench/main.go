@@ -32,6 +32,7 @@ import (
 	"math"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -99,16 +100,9 @@ func run(ctx context.Context, c config) (int, error) {
 	}
 
 	step("in-process benchmarks (runtime/warm_bench_test.go)")
-	bench, err := runBench(c, "^BenchmarkWarm(Echo|Go|Parallel)$", "-test.count", strconv.Itoa(c.count), "-test.benchmem")
-	if err != nil {
-		return 0, err
-	}
+	bench := runBench(c, "^BenchmarkWarm(Echo|Go|Parallel)$", "-test.count", strconv.Itoa(c.count), "-test.benchmem")
 	// The kernel runs a second or more a call on the plain path: fewer runs.
-	kernel, err := runBench(c, "^BenchmarkWarmKernel$", "-test.count", strconv.Itoa(min(c.count, 3)))
-	if err != nil {
-		return 0, err
-	}
-	for name, metrics := range kernel {
+	for name, metrics := range runBench(c, "^BenchmarkWarmKernel$", "-test.count", strconv.Itoa(min(c.count, 3))) {
 		bench[name] = metrics
 	}
 	us, ms := 1e-3, 1e-6
@@ -137,10 +131,7 @@ func run(ctx context.Context, c config) (int, error) {
 	var peak [2][]float64
 	for range c.inflightRuns {
 		for i, path := range []string{"fast", "plain"} {
-			b, err := runBench(c, "^BenchmarkWarmInFlight$/^"+path+"$", "-test.benchtime", "1x", "-test.count", "1")
-			if err != nil {
-				return 0, err
-			}
+			b := runBench(c, "^BenchmarkWarmInFlight$/^"+path+"$", "-test.benchtime", "1x", "-test.count", "1")
 			peak[i] = append(peak[i], b.median("WarmInFlight/"+path, "MB-hwm"))
 		}
 	}
@@ -149,11 +140,12 @@ func run(ctx context.Context, c config) (int, error) {
 		target: "fast ≤ 300", met: func(r row) bool { return r.fast <= 300 }})
 
 	step("the Go example's tools/call over berm serve --stdio")
-	var goMCP [2]float64
+	goMCP := [2]float64{nan, nan}
 	for i, env := range [][]string{nil, {"BERM_PLAIN=1"}} {
 		p50, err := mcpGreet(ctx, c, env)
 		if err != nil {
-			return 0, fmt.Errorf("hello over MCP (%s): %w", pathName(i), err)
+			failed = append(failed, fmt.Sprintf("hello_greet over MCP (%s): %v", pathName(i), err))
+			continue
 		}
 		goMCP[i] = float64(p50.Nanoseconds()) * us
 		fmt.Fprintf(os.Stderr, "%s: p50 %.0f µs\n", pathName(i), goMCP[i])
@@ -169,13 +161,14 @@ func run(ctx context.Context, c config) (int, error) {
 	if err != nil {
 		return 0, fmt.Errorf("native kernel: %w", err)
 	}
-	var bermRun [2]float64
+	bermRun := [2]float64{nan, nan}
 	for i, env := range [][]string{nil, {"BERM_PLAIN=1"}} {
 		// One run first, so that the compile cache is warm for the others.
 		env = append([]string{"BERM_ROOT=" + c.root, "BERM_SERVER=", "BERM_TOKEN="}, env...)
 		d, err := timeRuns(c.runs+1, env, c.berm, "run", "kernel", "sha256", args)
 		if err != nil {
-			return 0, fmt.Errorf("berm run (%s): %w", pathName(i), err)
+			failed = append(failed, fmt.Sprintf("berm run (%s): %v", pathName(i), err))
+			continue
 		}
 		bermRun[i] = d
 	}
@@ -194,7 +187,7 @@ func run(ctx context.Context, c config) (int, error) {
 			}
 			berm, node, err := runMCPBench(args)
 			if err != nil {
-				fmt.Fprintf(os.Stderr, "bench.sh (%s): %v\n", pathName(i), err)
+				failed = append(failed, fmt.Sprintf("bench.sh (%s): %v", pathName(i), err))
 			}
 			p50[i] = berm
 			if i == 0 || math.IsNaN(ref) {
@@ -206,7 +199,14 @@ func run(ctx context.Context, c config) (int, error) {
 			target: "fast/ref ≤ 1", met: func(r row) bool { return r.fast <= r.ref }})
 	}
 
-	return printTable(rows), nil
+	misses := printTable(rows)
+	if len(failed) > 0 {
+		fmt.Printf("\nfailed benchmarks, their figures left out:\n")
+		for _, f := range failed {
+			fmt.Printf("  %s\n", f)
+		}
+	}
+	return misses, nil
 }
 
 var nan = math.NaN()
@@ -261,6 +261,9 @@ func figure(v float64) string {
 	}
 }
 
+// failed lists the benchmarks that failed, and why, for the end of the run.
+var failed []string
+
 // benchResults are the metrics of a go test -bench run: by benchmark name
 // (without "Benchmark" and the -N of GOMAXPROCS) and unit, one value a run.
 type benchResults map[string]map[string][]float64
@@ -271,19 +274,30 @@ func (b benchResults) median(name, unit string) float64 {
 
 // runBench runs the test binary's benchmarks matching pattern in the
 // package's directory, echoing its output to stderr.
-func runBench(c config, pattern string, args ...string) (benchResults, error) {
+func runBench(c config, pattern string, args ...string) benchResults {
 	cmd := exec.Command(c.test, append([]string{"-test.run", "^$", "-test.bench", pattern}, args...)...)
 	cmd.Dir = c.pkgDir
 	var out bytes.Buffer
 	cmd.Stdout = io.MultiWriter(&out, os.Stderr)
 	cmd.Stderr = os.Stderr
+	// A benchmark that fails leaves its figures out (the table shows "-"
+	// and the target unmeasured) and the others stand: one path broken
+	// while it is being built should not hide the rest of the run.
 	if err := cmd.Run(); err != nil {
-		return nil, fmt.Errorf("%s -test.bench %s: %w", c.test, pattern, err)
+		fmt.Fprintf(os.Stderr, "warmbench: %s -test.bench %s: %v\n", filepath.Base(c.test), pattern, err)
 	}
 	results := benchResults{}
 	sc := bufio.NewScanner(&out)
 	for sc.Scan() {
-		fields := strings.Fields(sc.Text())
+		line := sc.Text()
+		if name, ok := strings.CutPrefix(strings.TrimSpace(line), "--- FAIL: Benchmark"); ok {
+			failed = append(failed, strings.TrimSpace(name))
+			if sc.Scan() { // the first line of its log says why
+				failed[len(failed)-1] += ": " + strings.TrimSpace(sc.Text())
+			}
+			continue
+		}
+		fields := strings.Fields(line)
 		if len(fields) < 4 || !strings.HasPrefix(fields[0], "Benchmark") {
 			continue
 		}
@@ -303,7 +317,7 @@ func runBench(c config, pattern string, args ...string) (benchResults, error) {
 			results[name][fields[i+1]] = append(results[name][fields[i+1]], v)
 		}
 	}
-	return results, nil
+	return results
 }
 
 // mcpGreet starts berm serve --stdio on the root and returns the p50 of
