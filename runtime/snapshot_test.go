@@ -268,3 +268,22 @@ func TestSnapshotGo(t *testing.T) {
 		})
 	}
 }
+
+// A module whose instructions name data segments by index (memory.init,
+// under a data count section) starts from its image with the indices kept.
+func TestSnapshotSegmentIndices(t *testing.T) {
+	image, err := os.ReadFile(filepath.Join("transform", "testdata", "segments.wasm"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range startModes() {
+		t.Run(m.name, func(t *testing.T) {
+			rt := startRuntime(t, m.plain, nil)
+			deployMode(t, rt, m, "segments", image, nil)
+			for range 2 {
+				out, err := rt.Call(context.Background(), "segments", "t", []byte(`{}`))
+				check(t, out, err, want{result: "passive"})
+			}
+		})
+	}
+}
