@@ -51,9 +51,6 @@ func newRuntime(ctx context.Context, root string, st store.State, cfg runtimeCon
 		ModuleConfig: host.ModuleConfig(),
 		Log:          cfg.log,
 		Observer:     cfg.observer,
-		// The deadline's rewrite of modules, opt-in while work that no
-		// loop counts can outrun it (runtime.Options.FastDeadlines).
-		FastDeadlines: os.Getenv("BERM_FAST") == "1",
 		// Everything as it came, for comparing and for getting round a
 		// fault of the fast paths (runtime.Options.Plain).
 		Plain: os.Getenv("BERM_PLAIN") == "1",

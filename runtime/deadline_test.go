@@ -24,8 +24,9 @@ import (
 )
 
 // paths are the two ways a runtime stops a call at its deadline: the fast
-// one (transform.Deadline's global) and the plain one (wazero's check at
-// every loop header), tested against each other.
+// one, the default (transform.Deadline's count, which ticks into the host),
+// and the plain one (wazero's check at every loop header), tested against
+// each other. Under BERM_PLAIN=1 both are plain.
 var paths = []struct {
 	name  string
 	plain bool
@@ -81,7 +82,7 @@ func TestDeadlinePaths(t *testing.T) {
 	}
 	for _, path := range paths {
 		t.Run(path.name, func(t *testing.T) {
-			rt := newRuntime(t, &runtime.Options{FastDeadlines: !path.plain, Limits: runtime.Limits{Deadline: deadline}})
+			rt := newRuntime(t, &runtime.Options{Plain: path.plain, Limits: runtime.Limits{Deadline: deadline}})
 			deployFile(t, rt, "kernel", filepath.Join("testdata", "kernel", "kernel.wasm"))
 			deployFile(t, rt, "stop", filepath.Join("transform", "testdata", "stop.wasm"))
 			deployFile(t, rt, "startloop", filepath.Join("transform", "testdata", "startloop.wasm"))
@@ -90,7 +91,7 @@ func TestDeadlinePaths(t *testing.T) {
 			deploy(t, rt, "core", "core.wasm")
 			for _, tt := range tests {
 				t.Run(tt.program+"."+tt.tool, func(t *testing.T) {
-					if tt.fastOnly && path.plain && os.Getenv("BERM_FAST") != "1" {
+					if tt.fastOnly && (path.plain || os.Getenv("BERM_PLAIN") == "1") {
 						t.Skip("the plain path does not stop it")
 					}
 					start := time.Now()
@@ -115,7 +116,7 @@ func TestDeadlinePaths(t *testing.T) {
 			})
 			t.Run("kernel", func(t *testing.T) {
 				// The plain path takes over the short deadline for this.
-				rt := newRuntime(t, &runtime.Options{FastDeadlines: !path.plain})
+				rt := newRuntime(t, &runtime.Options{Plain: path.plain})
 				deployFile(t, rt, "kernel", filepath.Join("testdata", "kernel", "kernel.wasm"))
 				out, err := rt.Call(context.Background(), "kernel", "sha256", []byte(`{"mib":3}`))
 				if err != nil || string(out.Result) != kernelDigest(3) {
@@ -205,7 +206,7 @@ func BenchmarkKernel(b *testing.B) {
 	})
 	for _, path := range paths {
 		b.Run(path.name, func(b *testing.B) {
-			rt := newRuntime(b, &runtime.Options{FastDeadlines: !path.plain})
+			rt := newRuntime(b, &runtime.Options{Plain: path.plain})
 			if _, err := rt.Deploy(ctx, "kernel", image, nil); err != nil {
 				b.Fatal(err)
 			}
@@ -231,7 +232,7 @@ func TestDeadlineLetsGoRun(t *testing.T) {
 	const deadline = 5 * time.Second
 	for _, path := range paths {
 		t.Run(path.name, func(t *testing.T) {
-			rt := newRuntime(t, &runtime.Options{FastDeadlines: !path.plain, Limits: runtime.Limits{Deadline: deadline}})
+			rt := newRuntime(t, &runtime.Options{Plain: path.plain, Limits: runtime.Limits{Deadline: deadline}})
 			deployFile(t, rt, "kernel", filepath.Join("testdata", "kernel", "kernel.wasm"))
 			deployFile(t, rt, "stop", filepath.Join("transform", "testdata", "stop.wasm"))
 			spinners := goruntime.GOMAXPROCS(0) + 1
@@ -283,7 +284,7 @@ func TestDeadlineRewriteValidatesFirst(t *testing.T) {
 	image := manifest.AppendSection(b, []byte(`{"abi_version":0,"tools":[{"name":"spin"}]}`))
 	for _, path := range paths {
 		t.Run(path.name, func(t *testing.T) {
-			rt := newRuntime(t, &runtime.Options{FastDeadlines: !path.plain, Limits: runtime.Limits{Deadline: 200 * time.Millisecond}})
+			rt := newRuntime(t, &runtime.Options{Plain: path.plain, Limits: runtime.Limits{Deadline: 200 * time.Millisecond}})
 			_, err := rt.Deploy(context.Background(), "invalid", image, nil)
 			if !errors.Is(err, manifest.ErrInvalid) {
 				t.Fatalf("deploy of a module naming a global it lacks: %v, want ErrInvalid", err)
@@ -310,10 +311,10 @@ func TestDeadlineEscapes(t *testing.T) {
 	for _, path := range paths {
 		t.Run(path.name, func(t *testing.T) {
 			rt := newRuntimeDepth(t, runtime.DefaultCallDepth, []runtime.Syscall{slow}, &runtime.Options{
-				FastDeadlines: !path.plain,
-				Limits:        runtime.Limits{Deadline: deadline},
-				Imports:       []runtime.HostModule{host.WASI()},
-				ModuleConfig:  host.ModuleConfig(),
+				Plain:        path.plain,
+				Limits:       runtime.Limits{Deadline: deadline},
+				Imports:      []runtime.HostModule{host.WASI()},
+				ModuleConfig: host.ModuleConfig(),
 			})
 			deployLocal(t, rt, "escape", "escape.wasm")
 			for _, tool := range []string{"fill", "copy", "tablefill", "slow", "callloop", "sleep"} {
@@ -355,7 +356,7 @@ func TestDeadlineTickNotImportable(t *testing.T) {
 	image := manifest.AppendSection(b, []byte(`{"abi_version":0,"tools":[{"name":"tick"}]}`))
 	for _, path := range paths {
 		t.Run(path.name, func(t *testing.T) {
-			rt := newRuntime(t, &runtime.Options{FastDeadlines: !path.plain})
+			rt := newRuntime(t, &runtime.Options{Plain: path.plain})
 			_, err := rt.Deploy(context.Background(), "tick", image, nil)
 			if !errors.Is(err, manifest.ErrBermImport) {
 				t.Fatalf("deploy of a module importing berm.deadline: %v, want ErrBermImport", err)

@@ -19,15 +19,13 @@ func newRuntime(tb testing.TB, opts *runtime.Options) *runtime.Runtime {
 func newRuntimeDepth(tb testing.TB, depth int, syscalls []runtime.Syscall, opts *runtime.Options) *runtime.Runtime {
 	tb.Helper()
 	ctx := context.Background()
-	// BERM_FAST=1 runs every test on the fast path of deadlines;
 	// BERM_PLAIN=1 runs every test on the plain path.
-	if fast, plain := os.Getenv("BERM_FAST") == "1", os.Getenv("BERM_PLAIN") == "1"; fast || plain {
+	if os.Getenv("BERM_PLAIN") == "1" {
 		o := runtime.Options{}
 		if opts != nil {
 			o = *opts
 		}
-		o.FastDeadlines = o.FastDeadlines || fast
-		o.Plain = plain
+		o.Plain = true
 		opts = &o
 	}
 	rt, err := runtime.New(ctx, depth, syscalls, opts)

@@ -130,30 +130,23 @@ type Options struct {
 	HostError func(ctx context.Context, program, tool string, err error)
 	// Observer receives compile and instantiate times, for metrics.
 	Observer Observer
-	// FastDeadlines compiles programs rewritten by transform.Deadline, which
-	// tests a stop flag every transform.Period loop headers and calls,
-	// rather than wazero's check at every loop header (WithCloseOnContextDone,
-	// the plain path, several times slower in a compute loop). Experimental:
-	// work that no loop counts (bulk memory, syscalls, nested calls in a
-	// loop) runs on past the deadline, and while it does the goroutine
-	// cannot be preempted, which stops the process at its next collection.
-	FastDeadlines bool
-	// Plain runs every program as it came, on wazero alone: no rewrite for
-	// deadlines (wazero's own check), _initialize at every call, memory
-	// filled by instantiation. It is the reference the fast paths are tested
-	// against (BERM_PLAIN=1 in berm and in the runtime's tests), and wins
-	// over FastDeadlines.
+	// Plain runs every program as it came, on wazero alone: wazero's own
+	// check of the deadline at every loop header (several times slower in a
+	// compute loop) rather than transform.Deadline's count, _initialize at
+	// every call, memory filled by instantiation. It is the reference the
+	// fast paths are tested against (BERM_PLAIN=1 in berm and in the
+	// runtime's tests), and the way round a fault of theirs.
 	Plain bool
 }
 
 // Runtime deploys programs and calls their tools. One wazero runtime
 // compiles every program once; each call instantiates it anew.
 type Runtime struct {
-	// wz compiles what transform.Deadline rewrote, and stops it by the
-	// global the rewrite adds; plain compiles modules as they are, and
-	// closes them when their context is done. They are one and the same
-	// without Options.FastDeadlines; otherwise plain is made when a module
-	// the transform does not rewrite first needs it.
+	// wz compiles what transform.Deadline rewrote, whose ticks stop it at
+	// its deadline; plain compiles modules as they are, and closes them when
+	// their context is done. They are one and the same with Options.Plain;
+	// otherwise plain is made when a module the transform does not rewrite
+	// first needs it.
 	wz           *wazeroRuntime
 	plain        *wazeroRuntime
 	plainMu      sync.Mutex
@@ -237,7 +230,7 @@ func New(ctx context.Context, maxCallDepth int, syscalls []Syscall, opts *Option
 	}
 	r.modConfig = base.WithName("").WithStartFunctions()
 	r.plainOnly = opts.Plain
-	fast := opts.FastDeadlines && !opts.Plain
+	fast := !opts.Plain
 	wz, err := r.newWazero(ctx, !fast)
 	if err != nil {
 		return nil, err

@@ -3,20 +3,22 @@
 //
 // wazero's own way (RuntimeConfig.WithCloseOnContextDone) leaves compiled
 // code for Go at every loop header, which makes a compute loop many times
-// slower. Deadline instead counts loop headers and function entries down in a
-// global, and every Period of them ticks: it leaves for Go once (so that the
-// goroutine can be preempted, which compiled code cannot be) and traps on
-// unreachable when the host has set the stop global it adds. A decrement and
-// a branch predicted not taken cost a few percent.
+// slower. Deadline instead counts loop headers, function entries and bulk
+// operations down in a global, and every Period turns calls the function it
+// imports, berm.deadline (TickModule, TickName), which the host provides: it
+// checks the call's deadline and yields the goroutine, which compiled code
+// cannot be made to do otherwise. A decrement and a branch predicted not
+// taken cost a few percent.
 //
 //	out, err := transform.Deadline(module)
 //	if err != nil {
 //		// compile module as it is, on the plain path
 //	}
-//	mod, _ := wzRuntime.InstantiateModule(ctx, compiled(out.Module), cfg)
-//	stop := mod.ExportedGlobal(out.Stop).(api.MutableGlobal)
-//	context.AfterFunc(ctx, func() { stop.Set(1) })
+//	// The host module berm exports "deadline", a func() that panics when
+//	// the call's context is done.
+//	compiled, err := wzRuntime.CompileModule(ctx, out)
 //
-// Every byte of the module but the global, export, start and code sections is
-// kept as it is: no index of any function, global, type or segment moves.
+// The import comes after the module's own, so every function the module
+// defines moves up by one index, and every place that names one is
+// rewritten; no index of a global, type, table or segment moves.
 package transform
