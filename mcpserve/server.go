@@ -498,6 +498,15 @@ func (s *Server) worker() {
 }
 
 func (s *Server) logCall(id, program, tool string, d time.Duration, out runtime.Outcome, err error) {
+	level := slog.LevelInfo
+	if err != nil {
+		level = slog.LevelWarn
+	}
+	// berm serve --stdio logs at warn: the attributes of a call that went
+	// well would be built for nothing.
+	if !s.log.Enabled(context.Background(), level) {
+		return
+	}
 	attrs := []any{"request_id", id, "program", program, "tool", tool, "duration", d}
 	if p := s.rt.Program(program); p != nil {
 		attrs = append(attrs, "digest", p.Digest)

@@ -35,7 +35,7 @@ type harness struct {
 	srv *mcpserve.Server
 }
 
-func newHarness(t *testing.T, limits runtime.Limits, opts *mcpserve.Options) *harness {
+func newHarness(t testing.TB, limits runtime.Limits, opts *mcpserve.Options) *harness {
 	t.Helper()
 	ctx := context.Background()
 	st, err := store.Open(t.TempDir())
@@ -73,7 +73,7 @@ func (h *harness) build(opts *mcpserve.Options) {
 
 // start serves what the store holds until the test ends; the server is
 // closed (every goroutine stopped) before the runtime.
-func (h *harness) start(t *testing.T) {
+func (h *harness) start(t testing.TB) {
 	t.Helper()
 	ctx := context.Background()
 	if err := h.srv.Start(ctx); err != nil {
@@ -88,7 +88,7 @@ func (h *harness) start(t *testing.T) {
 
 // deploy deploys a fixture as berm deploy does, through another runtime (as
 // another process would).
-func (h *harness) deploy(t *testing.T, name, file string) {
+func (h *harness) deploy(t testing.TB, name, file string) {
 	t.Helper()
 	image, err := os.ReadFile(filepath.Join("..", "testdata", file))
 	if err != nil {

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strconv"
 	"sync"
 	"time"
 
@@ -150,14 +151,89 @@ func decodeLine(line []byte) (jsonrpc.Message, []byte) {
 	if line[0] == '[' {
 		return nil, errorLine(nil, jsonrpc.CodeInvalidRequest, "JSON-RPC batches are not supported: send one message a line")
 	}
-	if !json.Valid(line) {
+	msg, err := decodeMessage(line)
+	var syntax *json.SyntaxError
+	switch {
+	case errors.As(err, &syntax):
 		return nil, errorLine(nil, jsonrpc.CodeParseError, "parse error: a line is not one JSON value")
-	}
-	msg, err := jsonrpc.DecodeMessage(line)
-	if err != nil {
+	case err != nil:
 		return nil, errorLine(nil, jsonrpc.CodeInvalidRequest, "invalid request: "+err.Error())
 	}
 	return msg, nil
+}
+
+// decodeMessage is jsonrpc.DecodeMessage, message for message, without its
+// cost: the SDK decodes each JSON value it unmarshals with a decoder of its
+// own, whose buffer of 32 KiB is the bulk of what a tools/call allocates
+// (DecodeMessage takes two), and a process that allocates that much
+// collects garbage every few calls. Keys are matched exactly, as the SDK
+// matches them; an id is an integer or a string.
+func decodeMessage(data []byte) (jsonrpc.Message, error) {
+	var wire map[string]json.RawMessage
+	if err := json.Unmarshal(data, &wire); err != nil {
+		return nil, err
+	}
+	var version string
+	if raw, ok := wire["jsonrpc"]; ok {
+		if err := json.Unmarshal(raw, &version); err != nil {
+			return nil, fmt.Errorf("jsonrpc: %w", err)
+		}
+	}
+	if version != "2.0" {
+		return nil, fmt.Errorf("invalid message version tag %q; expected %q", version, "2.0")
+	}
+	var rawID any
+	if raw, ok := wire["id"]; ok {
+		if err := json.Unmarshal(raw, &rawID); err != nil {
+			return nil, fmt.Errorf("id: %w", err)
+		}
+	}
+	id, err := jsonrpc.MakeID(rawID)
+	if err != nil {
+		return nil, err
+	}
+	if raw, ok := wire["method"]; ok {
+		var method string
+		if err := json.Unmarshal(raw, &method); err != nil {
+			return nil, fmt.Errorf("method: %w", err)
+		}
+		return &jsonrpc.Request{ID: id, Method: method, Params: wire["params"]}, nil
+	}
+	if !id.IsValid() {
+		return nil, errors.New("a message with neither a method nor an id")
+	}
+	resp := &jsonrpc.Response{ID: id, Result: wire["result"]}
+	if raw, ok := wire["error"]; ok && string(raw) != "null" {
+		werr, err := decodeError(raw)
+		if err != nil {
+			return nil, fmt.Errorf("error: %w", err)
+		}
+		resp.Error = werr
+	}
+	return resp, nil
+}
+
+// decodeError decodes a response's error object, its keys matched exactly.
+func decodeError(raw json.RawMessage) (*jsonrpc.Error, error) {
+	var wire map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &wire); err != nil {
+		return nil, err
+	}
+	var werr jsonrpc.Error
+	if c, ok := wire["code"]; ok {
+		if err := json.Unmarshal(c, &werr.Code); err != nil {
+			return nil, err
+		}
+	}
+	if m, ok := wire["message"]; ok {
+		if err := json.Unmarshal(m, &werr.Message); err != nil {
+			return nil, err
+		}
+	}
+	if d, ok := wire["data"]; ok && string(d) != "null" {
+		werr.Data = d
+	}
+	return &werr, nil
 }
 
 // overLimit is the error response to a line of n bytes, over maxLine, whose
@@ -306,7 +382,7 @@ func (c *lineConn) owe(id jsonrpc.ID) {
 
 func (c *lineConn) Write(_ context.Context, m jsonrpc.Message) error {
 	resp, isResp := m.(*jsonrpc.Response)
-	data, err := jsonrpc.EncodeMessage(m)
+	data, err := encodeMessage(m)
 	if err != nil {
 		if isResp {
 			c.paid(resp.ID)
@@ -321,6 +397,35 @@ func (c *lineConn) Write(_ context.Context, m jsonrpc.Message) error {
 		c.paid(resp.ID)
 	}
 	return c.writeLocked(append(data, '\n'))
+}
+
+// encodeMessage is jsonrpc.EncodeMessage, byte for byte, with a result
+// written as it comes: the SDK encoded it into JSON already (compact, as
+// encoding/json writes it), and EncodeMessage would scan and copy it again.
+func encodeMessage(m jsonrpc.Message) ([]byte, error) {
+	resp, ok := m.(*jsonrpc.Response)
+	if !ok || resp.Error != nil || len(resp.Result) == 0 {
+		return jsonrpc.EncodeMessage(m)
+	}
+	b := make([]byte, 0, len(resp.Result)+64)
+	b = append(b, `{"jsonrpc":"2.0","id":`...)
+	switch id := resp.ID.Raw().(type) {
+	case int64:
+		b = strconv.AppendInt(b, id, 10)
+	case string:
+		var buf bytes.Buffer
+		enc := json.NewEncoder(&buf)
+		enc.SetEscapeHTML(false) // as EncodeMessage
+		if err := enc.Encode(id); err != nil {
+			return nil, err
+		}
+		b = append(b, bytes.TrimRight(buf.Bytes(), "\n")...)
+	default:
+		return jsonrpc.EncodeMessage(m)
+	}
+	b = append(b, `,"result":`...)
+	b = append(b, resp.Result...)
+	return append(b, '}'), nil
 }
 
 // paid records a response written (or that never will be).
