@@ -224,9 +224,10 @@ func New(ctx context.Context, maxCallDepth int, syscalls []Syscall, opts *Option
 	r.imports = opts.Imports
 	base := opts.ModuleConfig
 	if base == nil {
-		// wazero seeds a deterministic random source for every instance
-		// unless given one, which costs more than the rest of a small call.
-		base = wazero.NewModuleConfig().WithRandSource(rand.Reader)
+		// wazero seeds a deterministic random source, and makes fake
+		// clocks, for every instance unless given real ones, which costs
+		// more than the rest of a small call.
+		base = wazero.NewModuleConfig().WithRandSource(rand.Reader).WithSysWalltime().WithSysNanotime()
 	}
 	r.modConfig = base.WithName("").WithStartFunctions()
 	r.plainOnly = opts.Plain
