@@ -49,8 +49,9 @@ deps:
 
 # test is what CI runs: the committed images against their sources, vet,
 # gofmt, every test, the runtime's again on the plain path (BERM_PLAIN=1:
-# modules as they came, the reference of the fast paths), then the concurrent packages again under the race
-# detector, then the release of HEAD built twice and checked (release-test).
+# modules as they came, the reference of the fast paths), then the
+# concurrent packages again under the race detector, then the release of
+# HEAD built twice and checked (release-test).
 test: deps check-fixtures check-examples
 	$(GO) vet ./...
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || (gofmt -l $$(git ls-files '*.go'); echo "gofmt: files above need formatting"; exit 1)
