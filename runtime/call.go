@@ -4,10 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
 
-	"github.com/tetratelabs/wazero/api"
-	"github.com/tetratelabs/wazero/experimental"
 	"github.com/tetratelabs/wazero/sys"
 
 	"github.com/berm-dev/berm/manifest"
@@ -44,7 +41,7 @@ func (r *Runtime) call(ctx context.Context, program, tool string, args []byte, c
 		return Outcome{}, fmt.Errorf("%s: %w", manifest.FullName(program, tool), err)
 	}
 	defer p.release()
-	t := p.Manifest.Tool(tool)
+	i, t := p.tool(tool)
 	if t == nil {
 		return Outcome{}, fmt.Errorf("%s: %w", manifest.FullName(program, tool), ErrNoTool)
 	}
@@ -56,7 +53,6 @@ func (r *Runtime) call(ctx context.Context, program, tool string, args []byte, c
 	if err := t.Validate(args); err != nil {
 		return Outcome{}, fmt.Errorf("%s: %w", manifest.FullName(program, tool), err)
 	}
-	full := manifest.FullName(program, tool)
 	c := &Call{rt: r, program: p, tool: tool, args: args}
 	if caller != nil {
 		c.depth, c.logs = caller.depth+1, caller.logs
@@ -65,19 +61,19 @@ func (r *Runtime) call(ctx context.Context, program, tool string, args []byte, c
 		c.logs = &c.ownLogs
 		defer r.logDropped(ctx, c)
 	}
-	if !c.mem.prepay(r, p.minMemory) {
+	// The instance's minimum is taken before it is made or taken from the
+	// pool: wazero cannot fail the first allocation (see callMemory.prepay).
+	if !r.budget.take(p.minMemory) {
 		return Outcome{}, fmt.Errorf("%s: %w: memory: %d KiB more would pass the limit of %d KiB on all instances together",
-			full, ErrHost, p.minMemory>>10, r.limits.TotalMemory>>10)
+			manifest.FullName(program, tool), ErrHost, p.minMemory>>10, r.limits.TotalMemory>>10)
 	}
-	err = r.run(ctx, c, t)
-	c.mem.release()
-	if err != nil {
-		return Outcome{}, r.hostError(ctx, full, err)
+	if err := r.run(ctx, c, i); err != nil {
+		return Outcome{}, r.hostError(ctx, manifest.FullName(program, tool), err)
 	}
 	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
 		// A nested call ran out of the shared deadline and this one returned
 		// before wazero noticed: it meets the same deadline.
-		return Outcome{}, r.deadlineError(full)
+		return Outcome{}, r.deadlineError(manifest.FullName(program, tool))
 	}
 	final, what := c.result, "result"
 	if c.failed {
@@ -85,7 +81,7 @@ func (r *Runtime) call(ctx context.Context, program, tool string, args []byte, c
 	}
 	if final.over > 0 {
 		return Outcome{}, fmt.Errorf("%s: %w: %s of %d bytes, limit %d bytes",
-			full, ErrLimit, what, final.over, r.limits.MaxResult)
+			manifest.FullName(program, tool), ErrLimit, what, final.over, r.limits.MaxResult)
 	}
 	if c.failed {
 		return Outcome{Failed: true, Failure: final.b}, nil
@@ -93,54 +89,27 @@ func (r *Runtime) call(ctx context.Context, program, tool string, args []byte, c
 	return Outcome{Result: final.b}, nil
 }
 
-// run instantiates the program anew, runs _initialize when exported (unless
-// the instance starts from its snapshot), then the tool, and closes the
-// instance.
-func (r *Runtime) run(ctx context.Context, c *Call, t *manifest.Tool) error {
-	return r.instance(ctx, c, func(ctx context.Context, mod api.Module) error {
-		_, err := mod.ExportedFunction(manifest.ToolExportPrefix + t.Name).Call(ctx)
-		var exit *sys.ExitError
-		if errors.As(err, &exit) && exit.ExitCode() == 0 {
-			return nil // WASI proc_exit(0): the program ended, its outcome set
-		}
-		return err
-	})
-}
-
-// instance makes a new instance of c's program, ready to run a tool, hands
-// it to use and closes it.
-func (r *Runtime) instance(ctx context.Context, c *Call, use func(context.Context, api.Module) error) (err error) {
+// run runs the tool at index i of c's program in an instance of it (a
+// pooled one reset to where calls start, or a new one; pool.go), which holds
+// the p.minMemory bytes of the budget the call took.
+func (r *Runtime) run(ctx context.Context, c *Call, i int) error {
 	ctx = context.WithValue(ctx, callKey{}, c)
-	c.mem.image = c.program.image
-	ctx = experimental.WithMemoryAllocator(ctx, &c.mem)
-	if c.program.resolver != nil {
-		ctx = experimental.WithImportResolver(ctx, c.program.resolver)
-	}
-	var start time.Time
-	if r.observer.Instantiate != nil {
-		start = time.Now()
-	}
-	mod, err := c.program.wz.InstantiateModule(ctx, c.program.compiled, c.program.instanceConfig(ctx, c))
-	defer c.flushOutput()
+	inst, err := r.acquireInstance(ctx, c, c.program.minMemory)
 	if err != nil {
 		return err
 	}
-	defer mod.Close(context.Background())
-	if c.program.snapshotted {
-		if err := c.program.restore(mod); err != nil {
-			return err
+	_, err = inst.tool(c.program, i).Call(ctx)
+	ok := err == nil
+	if err != nil {
+		var exit *sys.ExitError
+		if errors.As(err, &exit) && exit.ExitCode() == 0 {
+			err = nil // WASI proc_exit(0): the program ended, its outcome set
 		}
-	} else if c.program.Manifest.Initialize {
-		c.initializing = true
-		if _, err := mod.ExportedFunction("_initialize").Call(ctx); err != nil {
-			return fmt.Errorf("_initialize: %w", err)
-		}
-		c.initializing = false
 	}
-	if r.observer.Instantiate != nil {
-		r.observer.Instantiate(c.program.Name, time.Since(start))
-	}
-	return use(ctx, mod)
+	// A call that ended in a deadline or cancel its code did not meet may
+	// have stopped in a syscall: its instance is not trusted either.
+	r.releaseInstance(c, inst, ok && ctx.Err() == nil)
+	return err
 }
 
 // hostError turns what wazero returned into the host's error.

@@ -51,24 +51,23 @@ func (r *Runtime) sandbox(p *Program, grants *sandbox.Grants) error {
 	return nil
 }
 
-// instanceConfig is the configuration of one instance of p for call c: the
-// environment read from the host now, when granted so, and stdout and stderr
-// into the call's log.
-func (p *Program) instanceConfig(ctx context.Context, c *Call) wazero.ModuleConfig {
+// instanceConfig is the configuration of inst, an instance of p: the
+// environment read from the host now, when granted so, and stdout, stderr
+// and the WASI sleep those of the call inst runs (bind), which a pooled
+// instance changes from call to call.
+func (p *Program) instanceConfig(inst *instance) wazero.ModuleConfig {
 	cfg := p.config
-	if p.wasi {
+	if inst.sleeper != nil {
 		// A WASI sleep (poll_oneoff's clock) ends when the call's context
 		// does, so that the next tick or syscall meets the deadline rather
 		// than the end of the sleep.
-		cfg = cfg.WithNanosleep(func(ns int64) { sleep(ctx, ns) })
+		cfg = cfg.WithNanosleep(inst.sleeper.sleep)
 	}
 	if p.hostEnv {
 		cfg = withEnviron(cfg, p.Grants.Environ(os.LookupEnv))
 	}
-	if p.wasi && c.rt.log != nil {
-		c.stdout = &logWriter{ctx: ctx, c: c}
-		c.stderr = &logWriter{ctx: ctx, c: c}
-		cfg = cfg.WithStdout(c.stdout).WithStderr(c.stderr)
+	if inst.stdout != nil {
+		cfg = cfg.WithStdout(inst.stdout).WithStderr(inst.stderr)
 	}
 	return cfg
 }

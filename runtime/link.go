@@ -6,6 +6,7 @@ import (
 
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
+	"github.com/tetratelabs/wazero/experimental"
 
 	"github.com/berm-dev/berm/manifest"
 )
@@ -17,20 +18,29 @@ import (
 // functions plus, for each import the host does not provide, a function that
 // traps naming it. So a program always links, and what is missing traps only
 // when called.
-func (r *Runtime) link(ctx context.Context, p *Program) error {
+//
+// With watch, the program's instances may be pooled (pool.go), and it gets
+// a WASI module of its own whatever it imports, whose functions that change
+// an instance's state outside its memory tell the pool so (wasiWatch).
+func (r *Runtime) link(ctx context.Context, p *Program, watch bool) error {
 	missing := map[string][]manifest.Import{}
 	var order []string
 	for _, imp := range p.Manifest.Imports {
 		if imp.Module == "berm" || imp.Kind != manifest.KindFunc {
 			continue
 		}
-		if r.provides(imp) {
+		watched := watch && imp.Module == wasiModule
+		if r.provides(imp) && !watched {
 			continue
 		}
 		if _, seen := missing[imp.Module]; !seen {
 			order = append(order, imp.Module)
 		}
-		missing[imp.Module] = append(missing[imp.Module], imp)
+		if !r.provides(imp) {
+			missing[imp.Module] = append(missing[imp.Module], imp)
+		} else if missing[imp.Module] == nil {
+			missing[imp.Module] = []manifest.Import{}
+		}
 	}
 	if len(order) == 0 {
 		return nil
@@ -46,7 +56,11 @@ func (r *Runtime) link(ctx context.Context, p *Program) error {
 				WithGoModuleFunction(unprovided(imp), apiTypes(imp.Type.Params), apiTypes(imp.Type.Results)).
 				Export(imp.Name)
 		}
-		compiled, err := b.Compile(ctx)
+		cctx := ctx
+		if watch && name == wasiModule {
+			cctx = experimental.WithFunctionListenerFactory(ctx, wasiWatch{})
+		}
+		compiled, err := b.Compile(cctx)
 		if err != nil {
 			return fmt.Errorf("link %s: %w", name, err)
 		}

@@ -153,6 +153,38 @@ func (l *linearMemory) Reallocate(size uint64) []byte {
 	return l.buf
 }
 
+// reset puts the memory back as it was allocated: img (nil: nothing) over
+// its first bytes and zeros after, its length unchanged; false when it
+// cannot. A mapped image is mapped again, which drops the pages the call
+// wrote; a copied one is copied again.
+func (l *linearMemory) reset(img *memoryImage) bool {
+	var data []byte
+	if img != nil {
+		data = img.data
+	}
+	n := uint64(len(data))
+	size := uint64(len(l.buf))
+	if n > size {
+		return false
+	}
+	if l.region != nil && l.region.mapped {
+		if img.fd < 0 || !mapImage(l.region.mem[:n], img.fd) {
+			return false
+		}
+	} else {
+		copy(l.buf, data)
+	}
+	rest := l.buf[n:]
+	if uint64(len(rest)) <= resetInPlace || l.region == nil || !freshPages(rest) {
+		clear(rest)
+	}
+	return true
+}
+
+// resetInPlace is the most of memory past an image a reset clears in place;
+// more is given fresh pages, which cost a fault each only where touched.
+const resetInPlace = 256 << 10
+
 // Free implements experimental.LinearMemory: nothing, see callMemory.
 func (l *linearMemory) Free() {}
 
@@ -194,6 +226,32 @@ type regionPool struct {
 	free   []*region
 	dirty  uint64 // accessible bytes of the kept regions
 	closed bool
+	// holders are the pools of idle instances (pool.go), whose regions
+	// are closed with the runtime's even where their programs are not.
+	holders map[*instancePool]struct{}
+}
+
+// hold notes that ip keeps regions in its idle instances.
+func (p *regionPool) hold(ip *instancePool) {
+	p.mu.Lock()
+	closed := p.closed
+	if !closed {
+		if p.holders == nil {
+			p.holders = map[*instancePool]struct{}{}
+		}
+		p.holders[ip] = struct{}{}
+	}
+	p.mu.Unlock()
+	if closed {
+		ip.close()
+	}
+}
+
+// release forgets ip, closed.
+func (p *regionPool) release(ip *instancePool) {
+	p.mu.Lock()
+	delete(p.holders, ip)
+	p.mu.Unlock()
 }
 
 // get returns a region, or nil where none can be reserved.
@@ -249,10 +307,14 @@ func (p *regionPool) put(r *region, used uint64) {
 func (p *regionPool) close() {
 	p.mu.Lock()
 	free := p.free
-	p.free, p.dirty, p.closed = nil, 0, true
+	holders := p.holders
+	p.free, p.dirty, p.closed, p.holders = nil, 0, true, nil
 	p.mu.Unlock()
 	for _, r := range free {
 		r.free()
+	}
+	for ip := range holders {
+		ip.close()
 	}
 }
 

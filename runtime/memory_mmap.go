@@ -32,6 +32,14 @@ func remap(b []byte) bool {
 	return err == nil
 }
 
+// freshPages replaces b's pages with fresh anonymous ones, zero and
+// accessible, in one call.
+func freshPages(b []byte) bool {
+	_, err := unix.MmapPtr(-1, 0, unsafe.Pointer(unsafe.SliceData(b)), uintptr(len(b)),
+		unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANON|unix.MAP_FIXED)
+	return err == nil
+}
+
 func unmap(b []byte) {
 	if len(b) > 0 {
 		_ = unix.MunmapPtr(unsafe.Pointer(unsafe.SliceData(b)), uintptr(len(b)))

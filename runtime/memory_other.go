@@ -11,4 +11,6 @@ func protect([]byte) bool { return false }
 
 func remap([]byte) bool { return false }
 
+func freshPages([]byte) bool { return false }
+
 func unmap([]byte) {}

@@ -26,7 +26,8 @@ type Program struct {
 	Grants sandbox.Grants
 
 	compiled  wazero.CompiledModule
-	minMemory uint64 // bytes of memory an instance starts with
+	exports   []string // of the tools, in the manifest's order
+	minMemory uint64   // bytes of memory an instance starts with
 	table     map[uint64]handler
 	resolver  experimental.ImportResolver
 	linked    []api.Module // per-program import modules, closed with it
@@ -42,13 +43,17 @@ type Program struct {
 	// image is what every instance's memory starts as (snapshot.go), or
 	// nil: instantiation fills it.
 	image *memoryImage
+	// globals are the mutable globals, exported for the host.
+	globals []transform.Global
 	// snapshotted: image is memory after _initialize, and the instances
 	// skip it; they are grown to memBytes and given the mutable globals'
 	// values of then.
 	snapshotted bool
 	memBytes    uint64
-	globals     []transform.Global
 	values      []uint64
+	// pool holds idle instances to reset rather than make anew, or is nil
+	// when an instance's state cannot all be put back (pool.go).
+	pool *instancePool
 
 	inflight  atomic.Int64
 	retired   atomic.Bool
@@ -125,18 +130,38 @@ func (r *Runtime) Prepare(ctx context.Context, name string, image []byte, grants
 		minMemory: m.MemoryPages * PageSize,
 		table:     r.table(m),
 	}
-	if err := r.link(ctx, p); err != nil {
-		p.close()
-		return nil, err
+	for _, t := range m.Tools {
+		p.exports = append(p.exports, manifest.ToolExportPrefix+t.Name)
 	}
 	if err := r.sandbox(p, grants); err != nil {
 		p.close()
 		return nil, err
 	}
+	// Whether its instances may be pooled is known but for the snapshot
+	// (warm): one that fails leaves a linked module watched for nothing.
+	pooled := warm != nil && !warm.Start && warm.Blocker == "" && !p.hostEnv && !p.Grants.InitEachCall
+	if err := r.link(ctx, p, pooled); err != nil {
+		p.close()
+		return nil, err
+	}
 	if warm != nil {
 		r.warm(ctx, p, warm)
+		if pooled && (p.snapshotted || !m.Initialize) {
+			p.pool = &instancePool{regions: &r.regions}
+			r.regions.hold(p.pool)
+		}
 	}
 	return p, nil
+}
+
+// tool returns the tool called name and its index in the manifest, or nil.
+func (p *Program) tool(name string) (int, *manifest.Tool) {
+	for i, t := range p.Manifest.Tools {
+		if t.Name == name {
+			return i, t
+		}
+	}
+	return -1, nil
 }
 
 func (p *Program) release() {
@@ -158,6 +183,9 @@ func (p *Program) Close() { p.retire() }
 
 func (p *Program) close() {
 	ctx := context.Background()
+	if p.pool != nil {
+		p.pool.close()
+	}
 	for _, m := range p.linked {
 		m.Close(ctx)
 	}

@@ -143,6 +143,7 @@ func (m *memoryImage) close() {
 // when it can be taken (see above), else the data segments'.
 func (r *Runtime) warm(ctx context.Context, p *Program, w *warmStart) {
 	p.image = newMemoryImage(w.data)
+	p.globals = w.Globals
 	why := ""
 	switch {
 	case !p.Manifest.Initialize:
@@ -175,7 +176,7 @@ func (r *Runtime) snapshot(ctx context.Context, p *Program, globals []transform.
 	c.ownLogs = logBudget{lines: r.limits.MaxLogLines, bytes: r.limits.MaxLogBytes}
 	c.logs = &c.ownLogs
 	defer r.logDropped(ctx, c)
-	if !c.mem.prepay(r, p.minMemory) {
+	if !r.budget.take(p.minMemory) {
 		return fmt.Errorf("%w: memory: the limit on all instances together is reached", ErrHost)
 	}
 	var (
@@ -183,27 +184,33 @@ func (r *Runtime) snapshot(ctx context.Context, p *Program, globals []transform.
 		size   uint64
 		values []uint64
 	)
-	err := r.instance(ctx, c, func(_ context.Context, mod api.Module) error {
-		mem := mod.Memory()
-		b, ok := mem.Read(0, mem.Size())
-		if !ok {
-			return errors.New("memory: cannot be read whole")
-		}
-		// Pages past the image are zeros in the instances too, grown to
-		// the same size.
-		image = trimImage(append([]byte(nil), b...))
-		size = uint64(mem.Size())
-		values = make([]uint64, len(globals))
-		for i, g := range globals {
-			eg := mod.ExportedGlobal(g.Name)
-			if eg == nil {
-				return fmt.Errorf("global %s: not exported", g.Name)
+	ctx = context.WithValue(ctx, callKey{}, c)
+	inst, err := r.newInstance(ctx, c, p.minMemory)
+	if err == nil {
+		err = func() error {
+			mod := inst.mod
+			mem := mod.Memory()
+			b, ok := mem.Read(0, mem.Size())
+			if !ok {
+				return errors.New("memory: cannot be read whole")
 			}
-			values[i] = eg.Get()
-		}
-		return nil
-	})
-	c.mem.release()
+			// Pages past the image are zeros in the instances too, grown to
+			// the same size.
+			image = trimImage(append([]byte(nil), b...))
+			size = uint64(mem.Size())
+			values = make([]uint64, len(globals))
+			for i, g := range globals {
+				eg := mod.ExportedGlobal(g.Name)
+				if eg == nil {
+					return fmt.Errorf("global %s: not exported", g.Name)
+				}
+				values[i] = eg.Get()
+			}
+			return nil
+		}()
+		inst.unbind(c)
+		inst.close()
+	}
 	if err != nil {
 		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
 			return fmt.Errorf("%w: it ran past %s", ErrDeadline, r.limits.Deadline)

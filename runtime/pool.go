@@ -1,0 +1,319 @@
+package runtime
+
+import (
+	"context"
+	"fmt"
+	goruntime "runtime"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/tetratelabs/wazero/api"
+	"github.com/tetratelabs/wazero/experimental"
+)
+
+// Instances are reset, not made anew. A program whose whole state is memory
+// and its mutable globals (snapshot.go: no start function, no table written,
+// no segment dropped, no environment read at each call, no _initialize at
+// each call) keeps a few idle instances. A call takes one, and when it ends
+// well the instance goes back as it started: its memory laid over with the
+// image again, its mutable globals set to their first values. Instantiating
+// costs more than the call of a small tool, and a Go program's first call in
+// an instance several times its second: wazero fills its table of a few
+// thousand functions, and Go's runtime warms its caches.
+//
+// What cannot be put back is discarded instead, and the next call gets a new
+// instance: one whose call failed in any way (a trap, the deadline, a cancel,
+// proc_exit, the host's error), whose memory grew, or that called a WASI
+// function which changes what the instance holds outside its memory (an open
+// file, a seek, a renumbered or closed descriptor: watchedWASI), which
+// wazero keeps inside the instance and does not show. So no call can observe
+// anything an earlier one left, as ABI.md's "One call" asks.
+//
+// An idle instance gives its memory back to Limits.TotalMemory, which counts
+// the instances of calls; what it still holds is small (reset drops the
+// pages a call wrote, but for an image copied in place, at most
+// resetInPlace bytes), and there are at most maxIdle of them per program.
+
+// maxIdle bounds the idle instances of one program: enough for every core
+// to find one, and a nested call besides.
+var maxIdle = 2 * goruntime.GOMAXPROCS(0)
+
+// instance is one instance of a program, ready to run its tools.
+type instance struct {
+	mod api.Module
+	fns []api.Function // by tool index, looked up at first use: each holds its call stack
+	mem callMemory
+	// globals are the mutable globals, values their values when the
+	// instance was new; size is memory's size then.
+	globals []api.MutableGlobal
+	values  []uint64
+	size    uint32
+	// stdout and stderr write to the log of the call running; sleeper ends
+	// a WASI sleep with that call's context.
+	stdout, stderr *logWriter
+	sleeper        *sleeper
+	pool           *instancePool // nil: closed after its call
+}
+
+// sleeper is an instance's WASI sleep, which ends with the running call.
+type sleeper struct{ ctx context.Context }
+
+func (s *sleeper) sleep(ns int64) { sleep(s.ctx, ns) }
+
+// instancePool holds the idle instances of one program.
+type instancePool struct {
+	regions *regionPool // which closes it with the runtime
+	mu      sync.Mutex
+	idle   []*instance
+	closed bool
+	// dirty holds the modules a watched WASI function was called from in a
+	// call (watchedWASI): they are discarded when it ends.
+	dirty sync.Map
+	// reused counts the calls that ran in an instance reset, for tests.
+	reused atomic.Int64
+}
+
+func (p *instancePool) get() *instance {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	n := len(p.idle)
+	if n == 0 {
+		return nil
+	}
+	inst := p.idle[n-1]
+	p.idle[n-1] = nil
+	p.idle = p.idle[:n-1]
+	return inst
+}
+
+// put keeps inst, reset, or closes it when the pool is full or closed.
+func (p *instancePool) put(inst *instance) {
+	p.mu.Lock()
+	if !p.closed && len(p.idle) < maxIdle {
+		p.idle = append(p.idle, inst)
+		p.mu.Unlock()
+		return
+	}
+	p.mu.Unlock()
+	inst.close()
+}
+
+// close closes the idle instances; those in use are closed when they end.
+func (p *instancePool) close() {
+	p.mu.Lock()
+	idle := p.idle
+	p.idle, p.closed = nil, true
+	p.mu.Unlock()
+	for _, inst := range idle {
+		inst.close()
+	}
+	if p.regions != nil {
+		p.regions.release(p)
+	}
+}
+
+// acquire returns an instance of c's program holding charge bytes of the
+// budget, which Call took: a pooled one when there is one, else a new one.
+func (r *Runtime) acquireInstance(ctx context.Context, c *Call, charge uint64) (*instance, error) {
+	p := c.program
+	if p.pool != nil {
+		if inst := p.pool.get(); inst != nil {
+			inst.mem.first.charged = charge
+			p.pool.reused.Add(1)
+			inst.bind(ctx, c)
+			return inst, nil
+		}
+	}
+	return r.newInstance(ctx, c, charge)
+}
+
+// newInstance instantiates c's program with charge bytes of the budget
+// taken, and brings it to where calls start: the snapshot's globals and
+// memory size, or _initialize run.
+func (r *Runtime) newInstance(ctx context.Context, c *Call, charge uint64) (*instance, error) {
+	p := c.program
+	inst := &instance{pool: p.pool}
+	inst.mem.rt = r
+	inst.mem.first.charged = charge
+	inst.mem.image = p.image
+	if p.wasi {
+		inst.sleeper = &sleeper{ctx: ctx}
+		if r.log != nil {
+			inst.stdout, inst.stderr = &logWriter{}, &logWriter{}
+		}
+	}
+	inst.bind(ctx, c)
+	ictx := experimental.WithMemoryAllocator(ctx, &inst.mem)
+	if p.resolver != nil {
+		ictx = experimental.WithImportResolver(ictx, p.resolver)
+	}
+	var start time.Time
+	if r.observer.Instantiate != nil {
+		start = time.Now()
+	}
+	mod, err := p.wz.InstantiateModule(ictx, p.compiled, p.instanceConfig(inst))
+	if err != nil {
+		inst.unbind(c)
+		inst.mem.release()
+		return nil, err
+	}
+	inst.mod = mod
+	switch {
+	case p.snapshotted:
+		err = p.restore(mod)
+	case p.Manifest.Initialize:
+		c.initializing = true
+		if _, ierr := mod.ExportedFunction("_initialize").Call(ctx); ierr != nil {
+			err = fmt.Errorf("_initialize: %w", ierr)
+		}
+		c.initializing = false
+	}
+	if err == nil && inst.pool != nil {
+		err = inst.record(p)
+	}
+	if err != nil {
+		inst.unbind(c)
+		inst.close()
+		return nil, err
+	}
+	if r.observer.Instantiate != nil {
+		r.observer.Instantiate(p.Name, time.Since(start))
+	}
+	return inst, nil
+}
+
+// record notes what inst starts as, which reset puts back.
+func (inst *instance) record(p *Program) error {
+	inst.size = inst.mod.Memory().Size()
+	inst.globals = make([]api.MutableGlobal, len(p.globals))
+	inst.values = make([]uint64, len(p.globals))
+	for i, g := range p.globals {
+		mg, ok := inst.mod.ExportedGlobal(g.Name).(api.MutableGlobal)
+		if !ok {
+			return fmt.Errorf("%w: global %s: not exported mutable", ErrHost, g.Name)
+		}
+		inst.globals[i], inst.values[i] = mg, mg.Get()
+	}
+	return nil
+}
+
+// bind makes inst's output and sleep the call c's.
+func (inst *instance) bind(ctx context.Context, c *Call) {
+	if inst.sleeper != nil {
+		inst.sleeper.ctx = ctx
+	}
+	if inst.stdout != nil {
+		inst.stdout.ctx, inst.stdout.c = ctx, c
+		inst.stderr.ctx, inst.stderr.c = ctx, c
+		c.stdout, c.stderr = inst.stdout, inst.stderr
+	}
+}
+
+// unbind ends what bind began, once the call's output is flushed.
+func (inst *instance) unbind(c *Call) {
+	c.flushOutput()
+	if inst.sleeper != nil {
+		inst.sleeper.ctx = context.Background()
+	}
+	if inst.stdout != nil {
+		*inst.stdout = logWriter{partial: inst.stdout.partial[:0]}
+		*inst.stderr = logWriter{partial: inst.stderr.partial[:0]}
+	}
+}
+
+// tool returns the function of the tool at index i of the manifest.
+func (inst *instance) tool(p *Program, i int) api.Function {
+	if inst.fns == nil {
+		inst.fns = make([]api.Function, len(p.exports))
+	}
+	if inst.fns[i] == nil {
+		inst.fns[i] = inst.mod.ExportedFunction(p.exports[i])
+	}
+	return inst.fns[i]
+}
+
+// releaseInstance ends c's use of inst: back to its pool, reset, when the
+// call went well and nothing it did is beyond a reset; closed otherwise.
+func (r *Runtime) releaseInstance(c *Call, inst *instance, ok bool) {
+	inst.unbind(c)
+	pool := inst.pool
+	if pool == nil {
+		inst.close()
+		return
+	}
+	if _, dirty := pool.dirty.LoadAndDelete(inst.mod); dirty || !ok || inst.mod.IsClosed() || !inst.reset(c.program) {
+		inst.close()
+		return
+	}
+	pool.put(inst)
+}
+
+// reset puts inst back as it started; false when it cannot be.
+func (inst *instance) reset(p *Program) bool {
+	if inst.mod.Memory().Size() != inst.size {
+		return false
+	}
+	if !inst.mem.first.reset(p.image) {
+		return false
+	}
+	for i, g := range inst.globals {
+		g.Set(inst.values[i])
+	}
+	// Its memory is the budget's again when a call takes it.
+	r := inst.mem.rt
+	r.budget.give(inst.mem.first.charged)
+	inst.mem.first.charged = 0
+	return true
+}
+
+func (inst *instance) close() {
+	if inst.mod != nil {
+		inst.pool.forget(inst.mod)
+		inst.mod.Close(context.Background())
+	}
+	inst.mem.release()
+}
+
+// forget drops a mark of mod's: a module closed may be followed by another
+// at the same address.
+func (p *instancePool) forget(mod api.Module) {
+	if p != nil {
+		p.dirty.Delete(mod)
+	}
+}
+
+// watchedWASI are the WASI functions that change what an instance holds
+// outside its memory and globals: its table of descriptors (opened, closed,
+// renumbered), a descriptor's position, flags or directory cursor, what is
+// left of standard input. An instance in which a call used one is not
+// reused. The rest read that state, or change only the host's files, which
+// outlive calls by design (a granted directory).
+var watchedWASI = map[string]bool{
+	"path_open": true, "fd_close": true, "fd_renumber": true,
+	"fd_seek": true, "fd_read": true, "fd_pread": true, "fd_readdir": true,
+	"fd_fdstat_set_flags": true, "fd_fdstat_set_rights": true,
+	"sock_accept": true, "sock_recv": true, "sock_send": true, "sock_shutdown": true,
+	"proc_exit": true, "proc_raise": true,
+}
+
+// wasiWatch marks the calling instance of a watched WASI function dirty.
+// The other functions get no listener, and so cost nothing.
+type wasiWatch struct{}
+
+func (wasiWatch) NewFunctionListener(def api.FunctionDefinition) experimental.FunctionListener {
+	if names := def.ExportNames(); len(names) > 0 && watchedWASI[names[0]] {
+		return wasiWatch{}
+	}
+	return nil
+}
+
+func (wasiWatch) Before(ctx context.Context, mod api.Module, _ api.FunctionDefinition, _ []uint64, _ experimental.StackIterator) {
+	if c, _ := ctx.Value(callKey{}).(*Call); c != nil && c.program.pool != nil {
+		c.program.pool.dirty.Store(mod, struct{}{})
+	}
+}
+
+func (wasiWatch) After(context.Context, api.Module, api.FunctionDefinition, []uint64) {}
+
+func (wasiWatch) Abort(context.Context, api.Module, api.FunctionDefinition, error) {}
