@@ -65,8 +65,8 @@ func (s *sleeper) sleep(ns int64) { sleep(s.ctx, ns) }
 type instancePool struct {
 	regions *regionPool // which closes it with the runtime
 	mu      sync.Mutex
-	idle   []*instance
-	closed bool
+	idle    []*instance
+	closed  bool
 	// dirty holds the modules a watched WASI function was called from in a
 	// call (watchedWASI): they are discarded when it ends.
 	dirty sync.Map
