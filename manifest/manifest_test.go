@@ -10,7 +10,7 @@ import (
 	"github.com/berm-dev/berm/manifest"
 )
 
-func readFixture(t *testing.T, name string) []byte {
+func readFixture(t testing.TB, name string) []byte {
 	t.Helper()
 	b, err := os.ReadFile("../testdata/" + name)
 	if err != nil {
@@ -304,5 +304,23 @@ func TestReadTablesMalformed(t *testing.T) {
 				t.Fatalf("err = %v, want a malformed table section", err)
 			}
 		})
+	}
+}
+
+// BenchmarkValidate is the check of one call's arguments against the echo
+// fixture's parameters, a schema with one property, as each tools/call makes
+// it: the schema was compiled when the manifest was read, so this is the
+// validation alone.
+func BenchmarkValidate(b *testing.B) {
+	m, err := manifest.Read(readFixture(b, "echo.wasm"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	tool, args := m.Tool("echo"), []byte(`{"message":"hi"}`)
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := tool.Validate(args); err != nil {
+			b.Fatal(err)
+		}
 	}
 }
