@@ -20,6 +20,8 @@ import (
 // up or ctx is done; then it lets calls in flight finish (up to drain) and
 // writes their responses.
 func (s *Server) RunStdio(ctx context.Context, r io.Reader, w io.Writer, drain time.Duration) error {
+	r, release := pollable(r)
+	defer release()
 	runCtx, stop := context.WithCancel(context.WithoutCancel(ctx))
 	defer stop()
 	go func() {

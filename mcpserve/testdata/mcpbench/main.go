@@ -39,7 +39,6 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-	"golang.org/x/sys/unix"
 )
 
 // protocol is pinned so that the Go client speaks the same version to berm,
@@ -50,15 +49,15 @@ type config struct {
 	berm, root, root20, everything string
 	bermEnv                        []string
 	calls, warmup, rounds, starts  int
-	cold, stdioOnly                bool
+	cold, stdioOnly, interleave    bool
 	// compare are more berm binaries measured over stdio beside the first,
 	// as label=path: a build before a change, say.
-	compare []string
+	compare, compareFloor []string
 }
 
 func main() {
 	var c config
-	floor := flag.String("floor", "", "serve the floor's echo_echo over `stdio`, stdio-poll or http (what the bench runs itself as)")
+	floor := flag.String("floor", "", "serve the floor's echo_echo over `stdio` or http (what the bench runs itself as)")
 	flag.StringVar(&c.berm, "berm", "", "the berm binary")
 	flag.StringVar(&c.root, "root", "", "a berm root with testdata/echo.wasm deployed as echo")
 	flag.StringVar(&c.root20, "root20", "", "a berm root with 20 programs deployed, for the start-up measure")
@@ -69,12 +68,17 @@ func main() {
 	flag.IntVar(&c.starts, "starts", 11, "starts of berm serve --stdio for the start-up measure")
 	flag.BoolVar(&c.cold, "cold", true, "also measure starts with the compile cache emptied")
 	flag.BoolVar(&c.stdioOnly, "stdio-only", false, "measure the calls over stdio only, and no start-up")
+	flag.BoolVar(&c.interleave, "interleave", false, "call the servers in turn, one call each, instead of one server's calls in a row")
+	compareFloor := flag.String("compare-floor", "", "comma-separated `label=path`s of more mcpbench binaries to measure as the floor over stdio (built against a changed SDK, say)")
 	compare := flag.String("compare", "", "comma-separated `label=path`s of more berm binaries to measure over stdio, as before=/tmp/berm-old;\na path may be followed by its own KEY=VALUEs: 'gc=/tmp/berm GOGC=400'")
 	bermEnv := flag.String("berm-env", "", "space-separated `KEY=VALUE`s for the berm processes only, as GOGC=400")
 	flag.Parse()
 	c.bermEnv = strings.Fields(*bermEnv)
 	if *compare != "" {
 		c.compare = strings.Split(*compare, ",")
+	}
+	if *compareFloor != "" {
+		c.compareFloor = strings.Split(*compareFloor, ",")
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -127,7 +131,6 @@ func run(ctx context.Context, c config) error {
 		{"berm", "stdio", bermStdio(c.berm), "echo_echo", bermWant},
 		{"reference", "stdio", stdio(func() *exec.Cmd { return exec.Command(c.everything, "stdio") }), "echo", refWant},
 		{"go-sdk floor", "stdio", stdio(func() *exec.Cmd { return exec.Command(self, "-floor", "stdio") }), "echo_echo", bermWant},
-		{"floor polled", "stdio", stdio(func() *exec.Cmd { return exec.Command(self, "-floor", "stdio-poll") }), "echo_echo", bermWant},
 	}
 	for _, cmp := range c.compare {
 		label, spec, ok := strings.Cut(cmp, "=")
@@ -136,6 +139,13 @@ func run(ctx context.Context, c config) error {
 			return fmt.Errorf("-compare %q: want label=path", cmp)
 		}
 		targets = append(targets, target{label, "stdio", bermStdio(f[0], f[1:]...), "echo_echo", bermWant})
+	}
+	for _, cmp := range c.compareFloor {
+		label, bin, ok := strings.Cut(cmp, "=")
+		if !ok {
+			return fmt.Errorf("-compare-floor %q: want label=path", cmp)
+		}
+		targets = append(targets, target{label, "stdio", stdio(func() *exec.Cmd { return exec.Command(bin, "-floor", "stdio") }), "echo_echo", bermWant})
 	}
 	if !c.stdioOnly {
 		bermURL, bermProc, err := startHTTP(bermCmd(c, c.root, "serve", "--addr", "127.0.0.1:0"))
@@ -164,13 +174,23 @@ func run(ctx context.Context, c config) error {
 	samples := make([][]sample, len(targets))
 	for r := range c.rounds {
 		line := []string{fmt.Sprintf("round %d p50 µs:", r+1)}
-		for i, tg := range targets {
-			s, err := measure(ctx, tg, c.warmup, c.calls)
-			if err != nil {
-				return fmt.Errorf("%s over %s: %w", tg.server, tg.transport, err)
+		var round []sample
+		if c.interleave {
+			if round, err = measureInterleaved(ctx, targets, c.warmup, c.calls); err != nil {
+				return err
 			}
-			samples[i] = append(samples[i], s)
-			line = append(line, fmt.Sprintf("%s/%s %s", tg.server, tg.transport, us(s.p50)))
+		} else {
+			for _, tg := range targets {
+				s, err := measure(ctx, tg, c.warmup, c.calls)
+				if err != nil {
+					return fmt.Errorf("%s over %s: %w", tg.server, tg.transport, err)
+				}
+				round = append(round, s)
+			}
+		}
+		for i, tg := range targets {
+			samples[i] = append(samples[i], round[i])
+			line = append(line, fmt.Sprintf("%s/%s %s", tg.server, tg.transport, us(round[i].p50)))
 		}
 		fmt.Fprintln(os.Stderr, strings.Join(line, "  "))
 	}
@@ -285,6 +305,62 @@ func measure(ctx context.Context, tg target, warmup, n int) (sample, error) {
 		s.clientCPU = (client1 - client0) / time.Duration(n)
 	}
 	return s, nil
+}
+
+// measureInterleaved connects to every target, warms each up, then times
+// calls to them in turn, one each, the first of a turn rotating: whatever
+// else the machine does falls on all of them alike. Each server waits idle
+// while the others answer, as a server does between a model's calls, so its
+// threads are asleep when a call comes. The client's CPU time is not told
+// apart per target.
+func measureInterleaved(ctx context.Context, targets []target, warmup, n int) ([]sample, error) {
+	sessions := make([]*mcp.ClientSession, len(targets))
+	procs := make([]*os.Process, len(targets))
+	params := make([]*mcp.CallToolParams, len(targets))
+	for i, tg := range targets {
+		cs, proc, err := tg.connect(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("%s over %s: connect: %w", tg.server, tg.transport, err)
+		}
+		defer cs.Close()
+		sessions[i], procs[i] = cs, proc
+		params[i] = &mcp.CallToolParams{Name: tg.tool, Arguments: map[string]any{"message": "hi"}}
+		for range warmup {
+			res, err := cs.CallTool(ctx, params[i])
+			if err != nil {
+				return nil, fmt.Errorf("%s over %s: %w", tg.server, tg.transport, err)
+			}
+			if got := text(res); res.IsError || got != tg.want {
+				return nil, fmt.Errorf("%s answered %q (isError %v), want %q", tg.tool, got, res.IsError, tg.want)
+			}
+		}
+	}
+	cpu0 := make([]time.Duration, len(targets))
+	for i := range targets {
+		cpu0[i] = cpuTime(procs[i].Pid)
+	}
+	lat := make([][]time.Duration, len(targets))
+	for k := range n {
+		for j := range targets {
+			i := (k + j) % len(targets)
+			start := time.Now()
+			if _, err := sessions[i].CallTool(ctx, params[i]); err != nil {
+				return nil, fmt.Errorf("%s over %s: %w", targets[i].server, targets[i].transport, err)
+			}
+			lat[i] = append(lat[i], time.Since(start))
+		}
+	}
+	out := make([]sample, len(targets))
+	for i := range targets {
+		slices.Sort(lat[i])
+		out[i] = sample{p50: percentile(lat[i], 50), p99: percentile(lat[i], 99)}
+		// Servers over HTTP share a process across targets only if
+		// started so; each here has its own.
+		if cpu1 := cpuTime(procs[i].Pid); cpu0[i] >= 0 && cpu1 >= 0 {
+			out[i].serverCPU = (cpu1 - cpu0[i]) / time.Duration(n)
+		}
+	}
+	return out, nil
 }
 
 // startups times starts of berm serve --stdio on root20, each to the answer
@@ -458,18 +534,6 @@ func serveFloor(ctx context.Context, transport string) error {
 	switch transport {
 	case "stdio":
 		return s.Run(ctx, &mcp.StdioTransport{})
-	case "stdio-poll":
-		// The SDK's stdio framing over stdin as berm serve reads it: a
-		// descriptor of its own in non-blocking mode, which puts its reads
-		// in Go's network poller instead of a read(2) holding a thread.
-		fd, err := unix.FcntlInt(0, unix.F_DUPFD_CLOEXEC, 0)
-		if err != nil {
-			return err
-		}
-		if err := unix.SetNonblock(fd, true); err != nil {
-			return err
-		}
-		return s.Run(ctx, &mcp.IOTransport{Reader: os.NewFile(uintptr(fd), "stdin"), Writer: os.Stdout})
 	case "http":
 		ln, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
