@@ -157,7 +157,7 @@ func (l *linearMemory) Reallocate(size uint64) []byte {
 // its first bytes and zeros after, its length unchanged; false when it
 // cannot. A mapped image is mapped again, which drops the pages the call
 // wrote; a copied one is copied again.
-func (l *linearMemory) reset(img *memoryImage) bool {
+func (l *linearMemory) reset(rt *Runtime, img *memoryImage) bool {
 	var data []byte
 	if img != nil {
 		data = img.data
@@ -168,6 +168,9 @@ func (l *linearMemory) reset(img *memoryImage) bool {
 		return false
 	}
 	if l.region != nil && l.region.mapped {
+		if rt.regions.restorePages(l.buf, data) {
+			return true
+		}
 		if img.fd < 0 || !mapImage(l.region.mem[:n], img.fd) {
 			return false
 		}
@@ -229,6 +232,28 @@ type regionPool struct {
 	// holders are the pools of idle instances (pool.go), whose regions
 	// are closed with the runtime's even where their programs are not.
 	holders map[*instancePool]struct{}
+	// pagemap tells a reset which pages a call wrote (restorePages): the
+	// process's page map, opened at the first reset; -1 where it cannot be.
+	// close does not close it under a reset that reads it (pagemapMu).
+	pagemapOnce sync.Once
+	pagemapMu   sync.RWMutex
+	pagemap     int
+}
+
+// restorePages is restorePages with the page map; false without one.
+func (p *regionPool) restorePages(dst, img []byte) bool {
+	p.pagemapOnce.Do(func() {
+		p.mu.Lock()
+		closed := p.closed
+		p.mu.Unlock()
+		p.pagemap = -1
+		if !closed {
+			p.pagemap = openPagemap()
+		}
+	})
+	p.pagemapMu.RLock()
+	defer p.pagemapMu.RUnlock()
+	return p.pagemap >= 0 && restorePages(p.pagemap, dst, img)
 }
 
 // hold notes that ip keeps regions in its idle instances.
@@ -316,6 +341,13 @@ func (p *regionPool) close() {
 	for ip := range holders {
 		ip.close()
 	}
+	p.pagemapOnce.Do(func() { p.pagemap = -1 })
+	p.pagemapMu.Lock()
+	if p.pagemap >= 0 {
+		closePagemap(p.pagemap)
+		p.pagemap = -1
+	}
+	p.pagemapMu.Unlock()
 }
 
 // region is an address range reserved at the memory limit, whose first rw

@@ -79,3 +79,58 @@ func closeImageFile(fd int, view []byte) {
 	unmap(view)
 	unix.Close(fd)
 }
+
+// openPagemap opens the process's page map, or returns -1.
+func openPagemap() int {
+	fd, err := unix.Open("/proc/self/pagemap", unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return -1
+	}
+	return fd
+}
+
+func closePagemap(fd int) { unix.Close(fd) }
+
+// restorePages puts dst back to img (its first bytes) and zeros (the rest)
+// where a call changed it, reading which pages it changed from the page map
+// (fd): over a private mapping of the image, a page written is anonymous,
+// its own copy, where one only read is still the file's; past the image,
+// a page never touched is not there at all. Those pages are copied back in
+// place: cheaper than mapping the image again, which costs its unmapping
+// and then a fault at every page the next call touches. False when the page
+// map cannot be read.
+func restorePages(fd int, dst, img []byte) bool {
+	const (
+		present = 1 << 63
+		swapped = 1 << 62
+		file    = 1 << 61
+	)
+	page := unix.Getpagesize()
+	if len(dst)%page != 0 || len(img)%page != 0 {
+		return false
+	}
+	var entries [512]uint64
+	buf := unsafe.Slice((*byte)(unsafe.Pointer(&entries[0])), len(entries)*8)
+	base := uintptr(unsafe.Pointer(unsafe.SliceData(dst)))
+	pages := len(dst) / page
+	for first := 0; first < pages; first += len(entries) {
+		n := min(len(entries), pages-first)
+		off := int64(base/uintptr(page)+uintptr(first)) * 8
+		if got, err := unix.Pread(fd, buf[:n*8], off); err != nil || got != n*8 {
+			return false
+		}
+		for i, e := range entries[:n] {
+			at := (first + i) * page
+			p := dst[at : at+page]
+			switch {
+			case at < len(img):
+				if e&swapped != 0 || e&(present|file) == present {
+					copy(p, img[at:at+page])
+				}
+			case e&(present|swapped) != 0 && !allZero(p):
+				clear(p)
+			}
+		}
+	}
+	return true
+}

@@ -10,3 +10,9 @@ func imageFile([]byte) (int, []byte, bool) { return -1, nil, false }
 func mapImage([]byte, int) bool { return false }
 
 func closeImageFile(int, []byte) {}
+
+func openPagemap() int { return -1 }
+
+func closePagemap(int) {}
+
+func restorePages(int, []byte, []byte) bool { return false }

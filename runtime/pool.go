@@ -254,7 +254,7 @@ func (inst *instance) reset(p *Program) bool {
 	if inst.mod.Memory().Size() != inst.size {
 		return false
 	}
-	if !inst.mem.first.reset(p.image) {
+	if !inst.mem.first.reset(inst.mem.rt, p.image) {
 		return false
 	}
 	for i, g := range inst.globals {

@@ -29,7 +29,16 @@ func poolRuntime(t testing.TB, opts runtime.Options) *runtime.Runtime {
 
 func deployPool(t testing.TB, rt *runtime.Runtime, name string, g *sandbox.Grants) *runtime.Program {
 	t.Helper()
-	p, err := rt.Deploy(context.Background(), name, localImage(t, "pool.wasm"), g)
+	return deployPoolFile(t, rt, name, "pool.wasm", g)
+}
+
+// The two images of the pool fixture: one copied into each instance's
+// memory, one mapped (over 256 KiB), which a reset restores page by page.
+var poolImages = []string{"pool.wasm", "pool_big.wasm"}
+
+func deployPoolFile(t testing.TB, rt *runtime.Runtime, name, file string, g *sandbox.Grants) *runtime.Program {
+	t.Helper()
+	p, err := rt.Deploy(context.Background(), name, localImage(t, file), g)
 	if err != nil {
 		t.Fatalf("deploy %s: %v", name, err)
 	}
@@ -62,9 +71,15 @@ func reused(t testing.TB, p *runtime.Program) int64 {
 // size, the table, WASI's descriptors; after a call that grew memory,
 // trapped, ran out of time, closed stdout or opened a file.
 func TestPoolNoLeak(t *testing.T) {
+	for _, file := range poolImages {
+		t.Run(file, func(t *testing.T) { testPoolNoLeak(t, file) })
+	}
+}
+
+func testPoolNoLeak(t *testing.T, file string) {
 	dir := t.TempDir()
 	rt := poolRuntime(t, runtime.Options{Limits: runtime.Limits{Deadline: 2 * time.Second}})
-	p := deployPool(t, rt, "pool", &sandbox.Grants{Dirs: []sandbox.Dir{{Host: dir, Guest: "/d", Write: true}}})
+	p := deployPoolFile(t, rt, "pool", file, &sandbox.Grants{Dirs: []sandbox.Dir{{Host: dir, Guest: "/d", Write: true}}})
 	ctx := context.Background()
 	for range 5 {
 		leak(t, rt, "pool")
@@ -101,8 +116,14 @@ func TestPoolNoLeak(t *testing.T) {
 
 // Many calls at once, of every tool, each find their instance as new.
 func TestPoolConcurrent(t *testing.T) {
+	for _, file := range poolImages {
+		t.Run(file, func(t *testing.T) { testPoolConcurrent(t, file) })
+	}
+}
+
+func testPoolConcurrent(t *testing.T, file string) {
 	rt := poolRuntime(t, runtime.Options{Limits: runtime.Limits{Deadline: 5 * time.Second}})
-	p := deployPool(t, rt, "pool", &sandbox.Grants{Dirs: []sandbox.Dir{{Host: t.TempDir(), Guest: "/d", Write: true}}})
+	p := deployPoolFile(t, rt, "pool", file, &sandbox.Grants{Dirs: []sandbox.Dir{{Host: t.TempDir(), Guest: "/d", Write: true}}})
 	ctx := context.Background()
 	var wg sync.WaitGroup
 	errs := make(chan error, 16*50)
