@@ -338,8 +338,15 @@ func TestMetricsRuntime(t *testing.T) {
 	for program, n := range (want{"echo": 3 * len(echoArgs), "kv": len("set") + len(kvArgs), "core": len("it failed on purpose")}) {
 		check("after calls", fams, "berm_call_result_bytes_total", map[string]string{"program": program}, float64(n))
 	}
+	// An instance per call on the plain path; a pooled one serves several.
+	instances := func(what string, fams map[string]*dto.MetricFamily, program string, calls int) {
+		t.Helper()
+		if got := value(fams, "berm_instantiate_duration_seconds", map[string]string{"program": program}); got < 1 || got > float64(calls) {
+			t.Errorf("%s: %d calls of %s made %v instances, want 1 to %d", what, calls, program, got, calls)
+		}
+	}
 	for program, n := range (want{"echo": 3, "kv": 2, "core": 1}) {
-		check("after calls", fams, "berm_instantiate_duration_seconds", map[string]string{"program": program}, float64(n))
+		instances("after calls", fams, program, n)
 	}
 	// One entry of 4+1+18 bytes: one block, as the quota charges it.
 	for program, n := range (want{"kv": store.BlockSize, "echo": 0, "again": 0, "core": 0}) {
@@ -379,7 +386,7 @@ func TestMetricsRuntime(t *testing.T) {
 	check("after the wait", fams, "berm_calls_waiting", nil, 0)
 	check("after the wait", fams, "berm_calls_in_flight", nil, 0)
 	check("after the wait", fams, "berm_calls_total", map[string]string{"program": "core", "tool": "loop", "outcome": "deadline"}, 1)
-	check("after the wait", fams, "berm_instantiate_duration_seconds", map[string]string{"program": "echo"}, 4)
+	instances("after the wait", fams, "echo", 4)
 
 	// A removed program's series go with it.
 	if err := m.svc.Remove(context.Background(), "kv", false); err != nil {
