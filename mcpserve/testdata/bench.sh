@@ -3,8 +3,9 @@
 # streamable HTTP, side by side with the reference MCP server from npm
 # (server-everything's echo), and the start-up of berm serve --stdio with 20
 # programs deployed to its first tools/list. Extra arguments go to mcpbench
-# (-n, -warmup, -rounds, -starts, -cold=false, -berm-env GOGC=400). It exits 1
-# when a target of issue 3 is missed, after printing every figure.
+# (-n, -warmup, -rounds, -starts, -cold=false, -berm-env GOGC=400, -stdio-only,
+# -interleave, -compare label=/path/to/berm). It exits 1 when a target of
+# issue 3 is missed, after printing every figure.
 #
 #   bash mcpserve/testdata/bench.sh
 set -euo pipefail

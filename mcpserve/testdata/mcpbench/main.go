@@ -15,6 +15,16 @@
 // the SDK's and the operating system's. The CPU columns are the server's and
 // this client's CPU time per call (Linux only), which a busy machine disturbs
 // less than the latencies.
+//
+// The ratios are to the reference on the same transport; "round p50/ref" is
+// the median of each round's ratio, steadier on a busy machine. -interleave
+// calls the servers in turn instead of one server's calls in a row, so that
+// the machine's other work falls on all alike and each call finds its server
+// idle, as a model's calls do. -compare and -compare-floor add builds to
+// measure side by side (before and after a change, or against a changed
+// SDK), e.g. over stdio only:
+//
+//	bash mcpserve/testdata/bench.sh -stdio-only -interleave -compare before=/tmp/berm-old
 package main
 
 import (
