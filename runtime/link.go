@@ -6,7 +6,6 @@ import (
 
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
-	"github.com/tetratelabs/wazero/experimental"
 
 	"github.com/berm-dev/berm/manifest"
 )
@@ -18,29 +17,20 @@ import (
 // functions plus, for each import the host does not provide, a function that
 // traps naming it. So a program always links, and what is missing traps only
 // when called.
-//
-// With watch, the program's instances may be pooled (pool.go), and it gets
-// a WASI module of its own whatever it imports, whose functions that change
-// an instance's state outside its memory tell the pool so (wasiWatch).
-func (r *Runtime) link(ctx context.Context, p *Program, watch bool) error {
+func (r *Runtime) link(ctx context.Context, p *Program) error {
 	missing := map[string][]manifest.Import{}
 	var order []string
 	for _, imp := range p.Manifest.Imports {
 		if imp.Module == "berm" || imp.Kind != manifest.KindFunc {
 			continue
 		}
-		watched := watch && imp.Module == wasiModule
-		if r.provides(imp) && !watched {
+		if r.provides(imp) {
 			continue
 		}
 		if _, seen := missing[imp.Module]; !seen {
 			order = append(order, imp.Module)
 		}
-		if !r.provides(imp) {
-			missing[imp.Module] = append(missing[imp.Module], imp)
-		} else if missing[imp.Module] == nil {
-			missing[imp.Module] = []manifest.Import{}
-		}
+		missing[imp.Module] = append(missing[imp.Module], imp)
 	}
 	if len(order) == 0 {
 		return nil
@@ -56,11 +46,7 @@ func (r *Runtime) link(ctx context.Context, p *Program, watch bool) error {
 				WithGoModuleFunction(unprovided(imp), apiTypes(imp.Type.Params), apiTypes(imp.Type.Results)).
 				Export(imp.Name)
 		}
-		cctx := ctx
-		if watch && name == wasiModule {
-			cctx = experimental.WithFunctionListenerFactory(ctx, wasiWatch{})
-		}
-		compiled, err := b.Compile(cctx)
+		compiled, err := b.Compile(watchWASI(ctx, name))
 		if err != nil {
 			return fmt.Errorf("link %s: %w", name, err)
 		}

@@ -297,6 +297,16 @@ var watchedWASI = map[string]bool{
 	"proc_exit": true, "proc_raise": true,
 }
 
+// watchWASI is the context to compile a host module in: for WASI, with
+// wasiWatch listening, so that a pooled instance that changed its state
+// outside its memory is discarded rather than reset.
+func watchWASI(ctx context.Context, module string) context.Context {
+	if module != wasiModule {
+		return ctx
+	}
+	return experimental.WithFunctionListenerFactory(ctx, wasiWatch{})
+}
+
 // wasiWatch marks the calling instance of a watched WASI function dirty.
 // The other functions get no listener, and so cost nothing.
 type wasiWatch struct{}

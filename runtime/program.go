@@ -137,10 +137,8 @@ func (r *Runtime) Prepare(ctx context.Context, name string, image []byte, grants
 		p.close()
 		return nil, err
 	}
-	// Whether its instances may be pooled is known but for the snapshot
-	// (warm): one that fails leaves a linked module watched for nothing.
 	pooled := warm != nil && !warm.Start && warm.Blocker == "" && !p.hostEnv && !p.Grants.InitEachCall
-	if err := r.link(ctx, p, pooled); err != nil {
+	if err := r.link(ctx, p); err != nil {
 		p.close()
 		return nil, err
 	}

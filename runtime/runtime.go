@@ -293,7 +293,7 @@ func (r *Runtime) addHostModule(ctx context.Context, wz *wazeroRuntime, hm HostM
 	seen[hm.Name] = true
 	b := wz.NewHostModuleBuilder(hm.Name)
 	hm.Export(b)
-	compiled, err := b.Compile(ctx)
+	compiled, err := b.Compile(watchWASI(ctx, hm.Name))
 	if err != nil {
 		return fmt.Errorf("host module %s: %w", hm.Name, err)
 	}

@@ -85,7 +85,6 @@ type Call struct {
 	// stdout and stderr of a WASI program, into the log.
 	stdout, stderr *logWriter
 	ownLogs        logBudget
-	mem            callMemory
 }
 
 // Program is the deployed name of the program making the syscall.
