@@ -119,7 +119,11 @@ type Options struct {
 	// ModuleConfig is the base of every instance's configuration (clocks,
 	// randomness, stdio for WASI). The runtime makes each instance anonymous
 	// and never runs _start, whatever it says; and its WASI sleep real, but
-	// ended when the call's context is done.
+	// ended when the call's context is done. An instance may serve several
+	// calls (pool.go), so its clocks and random source must hold no state
+	// of their own: wazero's defaults, a fake clock and a seeded source,
+	// would carry on from one call to the next. Give real ones, as
+	// host.ModuleConfig and the nil default do.
 	ModuleConfig wazero.ModuleConfig
 	// Log receives each berm.log line, and the line that says how many were
 	// dropped past Limits.MaxLogLines or MaxLogBytes.
