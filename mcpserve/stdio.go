@@ -175,6 +175,9 @@ func decodeMessage(data []byte) (jsonrpc.Message, error) {
 	if err := json.Unmarshal(data, &wire); err != nil {
 		return nil, err
 	}
+	if deeper(data, maxDepth) {
+		return nil, fmt.Errorf("json: exceeded maximum nesting depth of %d", maxDepth)
+	}
 	var version string
 	if raw, ok := wire["jsonrpc"]; ok {
 		if err := json.Unmarshal(raw, &version); err != nil {
@@ -213,6 +216,37 @@ func decodeMessage(data []byte) (jsonrpc.Message, error) {
 		resp.Error = werr
 	}
 	return resp, nil
+}
+
+// maxDepth is the deepest nesting of JSON the SDK reads, to bound its cost.
+const maxDepth = 1000
+
+// deeper reports whether valid JSON nests objects and arrays more than max
+// deep.
+func deeper(data []byte, max int) bool {
+	depth, inString, escaped := 0, false, false
+	for _, b := range data {
+		switch {
+		case inString:
+			switch {
+			case escaped:
+				escaped = false
+			case b == '\\':
+				escaped = true
+			case b == '"':
+				inString = false
+			}
+		case b == '"':
+			inString = true
+		case b == '{' || b == '[':
+			if depth++; depth > max {
+				return true
+			}
+		case b == '}' || b == ']':
+			depth--
+		}
+	}
+	return false
 }
 
 // decodeError decodes a response's error object, its keys matched exactly.

@@ -3,6 +3,7 @@ package mcpserve
 import (
 	"encoding/json"
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -87,6 +88,12 @@ func sameAsSDK(t *testing.T, line []byte) {
 func TestDecodeMessageAsSDK(t *testing.T) {
 	for _, seed := range decodeSeeds {
 		sameAsSDK(t, []byte(seed))
+	}
+	// The SDK refuses JSON nested deeper than 1000.
+	for _, depth := range []int{999, 1000, 1001} {
+		params := strings.Repeat(`{"a":`, depth-1) + `"[{"` + strings.Repeat("}", depth-1)
+		sameAsSDK(t, []byte(`{"jsonrpc":"2.0","id":1,"method":"x","params":`+params+`}`))
+		sameAsSDK(t, []byte(`{"jsonrpc":"2.0","id":1,"method":"x","params":`+strings.Repeat("[", depth)+strings.Repeat("]", depth)+`}`))
 	}
 }
 
