@@ -349,8 +349,14 @@ func (r *Runtime) plainRuntime(ctx context.Context) (*wazeroRuntime, error) {
 func (r *Runtime) Close(ctx context.Context) error {
 	r.mu.Lock()
 	r.closed = true
+	programs := r.programs
 	r.programs = map[string]*Program{}
 	r.mu.Unlock()
+	// Each closes when its last call ends: its memory image, pool and
+	// granted directories are the process's, not wazero's.
+	for _, p := range programs {
+		p.retire()
+	}
 	err := r.wz.Close(ctx)
 	r.plainMu.Lock()
 	if r.plain != nil && r.plain != r.wz {
