@@ -10,19 +10,31 @@ import (
 
 // Version names what Deadline writes: a cache of its output keys by it, and
 // it changes whenever the output for some module would.
-const Version = 3
+const Version = 4
 
-// Period is how many turns (loop headers, entries of calling functions, and
-// 4 KiB of bulk memory or table work) pass between two ticks. A tick calls
-// the host, which checks the call's deadline and yields the goroutine: two
-// ticks are some microseconds apart, and one costs a few hundred
-// nanoseconds.
+// Period is how many turns pass between two ticks. A tick calls the host,
+// which checks the call's deadline and yields the goroutine: two ticks are
+// some microseconds apart, and one costs a few hundred nanoseconds.
+//
+// Each place that counts weighs the work it stands for, so that no work goes
+// uncounted however it is shaped: a loop header 1 turn plus one per
+// 1<<CodeShift bytes of the loop's body (straight-line code runs once per
+// turn of its loop), a function's entry 1 plus one per 1<<CodeShift bytes of
+// its body, a bulk operation 1 plus one per 1<<BulkShift bytes or entries.
 const Period = 1 << 14
 
 // BulkShift weighs bulk operations (memory.fill, memory.copy, memory.init and
-// the table's): one turn per 1<<BulkShift bytes or entries, so that a loop
-// of large fills ticks as often as its work, not its turns, asks.
+// the table's): one turn, and one more per 1<<BulkShift bytes or entries, so
+// that a loop of fills ticks as often as its work asks, however short each.
 const BulkShift = 12
+
+// CodeShift weighs code: one turn per 1<<CodeShift bytes of a loop's or a
+// function's body, a hundred instructions or so, which run in less time
+// than a fill of 1<<BulkShift bytes. A function whose body is shorter, and
+// that calls none, ends within that and is not counted at its entry: that
+// keeps the count off the small leaf functions compilers call in inner
+// loops.
+const CodeShift = 10
 
 // TickModule and TickName are the import Deadline adds: a function of no
 // parameters and no results that the host provides. A program cannot import
@@ -37,12 +49,11 @@ const (
 // is on the plain path.
 var ErrUnsupported = errors.New("transform: module not rewritten")
 
-// Deadline returns module with a counter global, counted down at every loop
-// header, at the entry of every function that calls another, and by the
-// length of every bulk operation, and a call of the import berm.deadline
-// whenever it runs out. A function that calls none ends by itself, so its
-// entry is not counted: that keeps the count off the small leaf functions
-// compilers call in inner loops.
+// Deadline returns module with a counter global, counted down (by the
+// weights Period describes) at every loop header, at the entry of every
+// function that calls another or whose body is 1<<CodeShift bytes or more,
+// and at every bulk operation, and a call of the import berm.deadline
+// whenever it runs out.
 //
 // The import comes after the module's own, so every function the module
 // defines moves up by one index: every place that names one is rewritten.
@@ -88,7 +99,7 @@ func deadline(module []byte) ([]byte, error) {
 		return nil
 	}
 
-	types, params, tickType, err := readTypes(payload(wasmbin.SectionType))
+	types, params, tickType, weightType, err := readTypes(payload(wasmbin.SectionType))
 	if err != nil {
 		return nil, err
 	}
@@ -117,7 +128,6 @@ func deadline(module []byte) ([]byte, error) {
 	}
 	m.counter = globals + global.count - 1
 	replaced := map[byte][]byte{
-		wasmbin.SectionType:   types.encode(),
 		wasmbin.SectionImport: imports.encode(),
 		wasmbin.SectionGlobal: global.encode(),
 	}
@@ -151,13 +161,20 @@ func deadline(module []byte) ([]byte, error) {
 		}
 	}
 	if m.countUsed {
+		if weightType < 0 {
+			// Appended, so that no type index moves.
+			weightType = int64(types.count)
+			types.count++
+			types.entries = append(types.entries[:len(types.entries):len(types.entries)], 0x60, 1, 0x7f, 0)
+		}
 		functions := vector{count: uint32(len(funcTypes)) + 1}
 		for _, t := range funcTypes {
 			functions.entries = wasmbin.AppendULEB(functions.entries, uint64(t))
 		}
-		functions.entries = wasmbin.AppendULEB(functions.entries, uint64(tickType))
+		functions.entries = wasmbin.AppendULEB(functions.entries, uint64(weightType))
 		replaced[wasmbin.SectionFunction] = functions.encode()
 	}
+	replaced[wasmbin.SectionType] = types.encode()
 
 	b := make([]byte, 0, len(module)+len(module)/8+64)
 	b = append(b, wasmbin.Header...)
@@ -214,22 +231,27 @@ func (v vector) encode() []byte {
 
 // readTypes returns the type section, with a type of no parameters and no
 // results appended when it has none (appended, so that no type index
-// moves); the number of parameters of each type; and the index of that
-// type.
-func readTypes(payload []byte) (_ vector, params []uint32, tick uint32, _ error) {
+// moves); the number of parameters of each type; the index of that type;
+// and the index of a type of one i32 parameter and no results, the count
+// function's, or -1 when there is none.
+func readTypes(payload []byte) (_ vector, params []uint32, tick uint32, weight int64, _ error) {
 	r := wasmbin.NewReader(payload)
 	var v vector
 	found := false
+	weight = -1
 	if payload != nil {
 		v.count = uint32(r.Count())
 		v.entries = payload[r.Offset():]
 		for i := range v.count {
 			if form := r.Byte(); form != 0x60 {
-				return vector{}, nil, 0, fmt.Errorf("type %d: form 0x%02x", i, form)
+				return vector{}, nil, 0, 0, fmt.Errorf("type %d: form 0x%02x", i, form)
 			}
 			n := uint32(r.Count())
+			i32 := false
 			for range n {
+				at := r.Offset()
 				skipValueType(r)
+				i32 = r.Offset() == at+1 && payload[at] == 0x7f
 			}
 			results := r.Count()
 			for range results {
@@ -238,10 +260,13 @@ func readTypes(payload []byte) (_ vector, params []uint32, tick uint32, _ error)
 			if n == 0 && results == 0 && !found {
 				tick, found = i, true
 			}
+			if n == 1 && i32 && results == 0 && weight < 0 {
+				weight = int64(i)
+			}
 			params = append(params, n)
 		}
 		if !r.Done() {
-			return vector{}, nil, 0, errors.New("type section")
+			return vector{}, nil, 0, 0, errors.New("type section")
 		}
 	}
 	if !found {
@@ -250,7 +275,7 @@ func readTypes(payload []byte) (_ vector, params []uint32, tick uint32, _ error)
 		v.entries = append(v.entries[:len(v.entries):len(v.entries)], 0x60, 0, 0)
 		params = append(params, 0)
 	}
-	return v, params, tick, nil
+	return v, params, tick, weight, nil
 }
 
 // readImports returns the import section and the number of functions and
@@ -320,20 +345,22 @@ func skipLimits(r *wasmbin.Reader) {
 type rewriter struct {
 	tick    uint32 // the tick's function index: the first defined function's before
 	counter uint32 // the counter's global index
-	// countFunc is the index of a function that counts one turn, which
-	// loop-dense functions call rather than count inline; countUsed is set
-	// once one does, and the function is then added.
+	// countFunc is the index of a function that counts a weight, its
+	// parameter, which count-dense functions call rather than count inline;
+	// countUsed is set once one does, and the function is then added.
 	countFunc uint32
 	countUsed bool
 }
 
-// DenseLoops is how many loop headers a function may have before it calls a
-// function to count at each rather than count inline. wazero's optimizing
-// compiler takes time more than linear in the blocks of a function, and the
-// inline count adds two at every loop: a function of 10,000 loops took 4 to
-// 8 times as long to compile. A call adds no block, and costs a few
-// nanoseconds a turn, in functions that are far from a compute kernel's.
-const DenseLoops = 256
+// DenseCounts is how many places that count (loop headers and bulk
+// operations) a function may have before it calls a function to count at
+// each rather than count inline. wazero's optimizing compiler takes time
+// more than linear in the blocks of a function, and the inline count adds
+// two at each: a function of 10,000 loops took 4 to 8 times as long to
+// compile, one of 20,000 fills 4 times. A call adds no block, and costs a
+// few nanoseconds a turn, in functions that are far from a compute
+// kernel's.
+const DenseCounts = 256
 
 // shift is where function index i is once the tick is imported.
 func (m *rewriter) shift(i uint32) uint32 {
@@ -462,8 +489,10 @@ func (m *rewriter) elements(payload []byte) ([]byte, error) {
 }
 
 // custom appends a custom section to b: the "name" section with its
-// function and local names moved, every other as it was. A name section
-// that does not read is dropped, which costs only readable traps.
+// function and local names moved and its label names (subsection 3)
+// dropped, every other as it was: a label is named by its index among a
+// function's blocks, which the ifs of the count move. A name section that
+// does not read is dropped, which costs only readable traps.
 func (m *rewriter) custom(b, section, payload []byte) []byte {
 	r := wasmbin.NewReader(payload)
 	if r.Name() != "name" || r.Err() != nil {
@@ -481,6 +510,8 @@ func (m *rewriter) custom(b, section, payload []byte) []byte {
 			sub = m.nameMap(sub, false)
 		case 2: // local names: a function index, a map of local names
 			sub = m.nameMap(sub, true)
+		case 3: // label names
+			continue
 		}
 		if sub == nil {
 			return b
@@ -549,7 +580,11 @@ func (m *rewriter) code(payload []byte, params func(int) (uint32, error)) ([]byt
 		return nil, errors.New("code section: bytes after the last body")
 	}
 	if m.countUsed {
-		body = m.count(append(body[:0], 0)) // no locals
+		// (param $weight i32): counter -= weight, and tick when it is spent.
+		body = append(body[:0], 0) // no locals but the parameter
+		body = m.get(body)
+		body = append(body, opLocalGet, 0, opI32Sub)
+		body = m.spent(body)
 		body = append(body, opEnd)
 		out = wasmbin.AppendULEB(out, uint64(len(body)))
 		out = append(out, body...)
@@ -561,15 +596,20 @@ func (m *rewriter) code(payload []byte, params func(int) (uint32, error)) ([]byt
 // edit is a place in a function body where the rewrite writes.
 type edit struct {
 	at, end int  // the bytes replaced: empty for an insertion
-	kind    byte // editCount, editBulk, or editFunc with index
+	kind    byte // editCount with weight, editBulk, or editFunc with index
 	index   uint32
+	weight  uint32
 }
 
 const (
-	editCount = iota // count one turn (inserted)
+	editCount = iota // count weight turns (inserted)
 	editBulk         // count the length on the stack's top (inserted)
 	editFunc         // a function index (replaced)
 )
+
+// codeWeight is what n bytes of code weigh: a turn, and one per
+// 1<<CodeShift bytes.
+func codeWeight(n int) uint32 { return 1 + uint32(n>>CodeShift) }
 
 // body appends code, rewritten, to out; edits is scratch. A function with
 // bulk operations gets one more local, an i32 that holds their length.
@@ -587,7 +627,10 @@ func (m *rewriter) body(out, code []byte, params uint32, edits []edit) ([]byte, 
 	}
 	start := r.Offset()
 	calls, bulk := false, false
-	loops := 0
+	counts := 0
+	// The blocks open: for a loop, its edit, which its end weighs by the
+	// bytes between; -1 for a block or an if.
+	var open []int
 	for r.Len() > 0 {
 		at := r.Offset()
 		op, err := skipInstruction(r)
@@ -595,9 +638,19 @@ func (m *rewriter) body(out, code []byte, params uint32, edits []edit) ([]byte, 
 			return nil, nil, err
 		}
 		switch op {
+		case opBlock, opIf:
+			open = append(open, -1)
 		case opLoop:
-			edits = append(edits, edit{at: r.Offset(), end: r.Offset(), kind: editCount})
-			loops++
+			open = append(open, len(edits))
+			edits = append(edits, edit{at: r.Offset(), end: r.Offset(), kind: editCount, weight: 1})
+			counts++
+		case opEnd:
+			if n := len(open); n > 0 {
+				if e := open[n-1]; e >= 0 {
+					edits[e].weight = codeWeight(at - edits[e].at)
+				}
+				open = open[:n-1]
+			}
 		case opCall, opReturnCall, opRefFunc:
 			index := wasmbin.NewReader(code[at+1:]).U32()
 			edits = append(edits, edit{at: at + 1, end: r.Offset(), kind: editFunc, index: index})
@@ -608,6 +661,7 @@ func (m *rewriter) body(out, code []byte, params uint32, edits []edit) ([]byte, 
 			if isBulk(code[at+1:]) {
 				edits = append(edits, edit{at: at, end: at, kind: editBulk})
 				bulk = true
+				counts++
 			}
 		}
 	}
@@ -620,21 +674,21 @@ func (m *rewriter) body(out, code []byte, params uint32, edits []edit) ([]byte, 
 	} else {
 		out = append(out, code[:start]...)
 	}
-	count := m.count
-	if loops > DenseLoops {
-		count = m.callCount
+	count, countBulk := m.count, m.bulk
+	if counts > DenseCounts {
+		count, countBulk = m.callCount, m.callBulk
 	}
-	if calls {
-		out = count(out)
+	if weight := codeWeight(len(code) - start); calls || weight > 1 {
+		out = count(out, weight)
 	}
 	at := start
 	for _, e := range edits {
 		out = append(out, code[at:e.at]...)
 		switch e.kind {
 		case editCount:
-			out = count(out)
+			out = count(out, e.weight)
 		case editBulk:
-			out = m.bulk(out, uint32(locals))
+			out = countBulk(out, uint32(locals))
 		case editFunc:
 			out = m.appendFunc(out, e.index)
 		}
@@ -655,48 +709,54 @@ func isBulk(b []byte) bool {
 	return false
 }
 
-// count appends the instructions that count one turn down and tick:
+// count appends the instructions that count weight turns down and tick:
 //
-//	counter := counter - 1
-//	if counter == 0 {
+//	counter := counter - weight
+//	if counter <= 0 {
 //		counter = Period
 //		berm.deadline()
 //	}
-//
-// The counter is never below 1 here: bulk takes a turn past it back to
-// Period.
-func (m *rewriter) count(b []byte) []byte {
+func (m *rewriter) count(b []byte, weight uint32) []byte {
 	b = m.get(b)
-	b = append(b, opI32Const, 1, opI32Sub)
-	b = m.set(b)
-	b = m.get(b)
-	b = append(b, opI32Eqz)
-	return m.tickIf(b)
+	b = wasmbin.AppendSLEB(append(b, opI32Const), int64(weight))
+	b = append(b, opI32Sub)
+	return m.spent(b)
 }
 
-// callCount appends a call of the function that counts.
-func (m *rewriter) callCount(b []byte) []byte {
+// callCount appends a call of the function that counts, with weight.
+func (m *rewriter) callCount(b []byte, weight uint32) []byte {
 	m.countUsed = true
+	b = wasmbin.AppendSLEB(append(b, opI32Const), int64(weight))
 	return wasmbin.AppendULEB(append(b, opCall), uint64(m.countFunc))
 }
 
-// bulk appends the instructions that count the length on the stack's top
-// (kept there) down, one turn per 1<<BulkShift, and tick when the counter
-// reaches zero or below.
+// bulk appends the instructions that count the weight of the length on the
+// stack's top (kept there), 1 + length>>BulkShift, down, and tick when the
+// counter is spent.
 func (m *rewriter) bulk(b []byte, local uint32) []byte {
 	b = wasmbin.AppendULEB(append(b, opLocalTee), uint64(local))
 	b = m.get(b)
 	b = wasmbin.AppendULEB(append(b, opLocalGet), uint64(local))
-	b = append(b, opI32Const, BulkShift, opI32ShrU, opI32Sub)
-	b = m.set(b)
-	b = m.get(b)
-	b = append(b, opI32Const, 0, opI32LeS)
-	return m.tickIf(b)
+	b = append(b, opI32Const, BulkShift, opI32ShrU, opI32Sub, opI32Const, 1, opI32Sub)
+	return m.spent(b)
 }
 
-// tickIf appends: if (the condition on the stack) { counter = Period; tick }.
-func (m *rewriter) tickIf(b []byte) []byte {
-	b = append(b, opIf, blockEmpty, opI32Const)
+// callBulk appends a call of the function that counts, with the weight of
+// the length on the stack's top (kept there).
+func (m *rewriter) callBulk(b []byte, local uint32) []byte {
+	m.countUsed = true
+	b = wasmbin.AppendULEB(append(b, opLocalTee), uint64(local))
+	b = wasmbin.AppendULEB(append(b, opLocalGet), uint64(local))
+	b = append(b, opI32Const, BulkShift, opI32ShrU, opI32Const, 1, opI32Add)
+	return wasmbin.AppendULEB(append(b, opCall), uint64(m.countFunc))
+}
+
+// spent appends, the counter's new value on the stack: set it, and if it
+// is 0 or below, set it to Period and tick.
+func (m *rewriter) spent(b []byte) []byte {
+	b = m.set(b)
+	b = m.get(b)
+	b = append(b, opI32Const, 0, opI32LeS, opIf, blockEmpty, opI32Const)
 	b = wasmbin.AppendSLEB(b, Period)
 	b = m.set(b)
 	b = wasmbin.AppendULEB(append(b, opCall), uint64(m.tick))

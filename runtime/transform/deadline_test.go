@@ -258,10 +258,10 @@ func TestDeadlineDense(t *testing.T) {
 	b = wasmbin.AppendSection(b, 1, []byte{1, 0x60, 0, 0}) // a type: () -> ()
 	b = wasmbin.AppendSection(b, 3, []byte{1, 0})          // function 0 of it
 	b = wasmbin.AppendSection(b, 7, append(wasmbin.AppendName([]byte{1}, "dense"), 0, 0))
-	// (local $i i32) (local.set $i 1000) loop { DenseLoops+1 empty loops;
+	// (local $i i32) (local.set $i 1000) loop { DenseCounts+1 empty loops;
 	// br_if 0 (local.tee $i (i - 1)) }
 	body := []byte{1, 1, 0x7f, 0x41, 0xe8, 0x07, 0x21, 0, 0x03, 0x40}
-	for range DenseLoops + 1 {
+	for range DenseCounts + 1 {
 		body = append(body, 0x03, 0x40, 0x0b)
 	}
 	body = append(body, 0x20, 0, 0x41, 1, 0x6b, 0x22, 0, 0x0d, 0, 0x0b, 0x0b)
@@ -290,10 +290,10 @@ func TestDeadlineDense(t *testing.T) {
 	if _, err := mod.ExportedFunction("dense").Call(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if got, want := ticks.Load(), int64(1000*(DenseLoops+2)/Period); got != want {
+	if got, want := ticks.Load(), int64(1000*(DenseCounts+2)/Period); got != want {
 		t.Errorf("%d ticks, want %d", got, want)
 	}
-	if len(rewritten) > len(b)+(DenseLoops+2)*4+64 {
+	if len(rewritten) > len(b)+(DenseCounts+2)*4+64 {
 		t.Errorf("%d bytes rewritten into %d: the count is inline", len(b), len(rewritten))
 	}
 }
@@ -400,4 +400,149 @@ func plausible(module []byte) bool {
 		}
 	}
 	return true
+}
+
+// testFunc is a function of a module testModule builds: of type () -> ()
+// without params, (i32) -> () with; exported under export unless empty.
+type testFunc struct {
+	export string
+	params bool
+	body   []byte // locals, instructions, end
+}
+
+// testModule builds a module of one page of memory and funcs.
+func testModule(funcs ...testFunc) []byte {
+	b := []byte(wasmbin.Header)
+	b = wasmbin.AppendSection(b, wasmbin.SectionType, []byte{2, 0x60, 0, 0, 0x60, 1, 0x7f, 0})
+	types := wasmbin.AppendULEB(nil, uint64(len(funcs)))
+	var exports, code []byte
+	exported := 0
+	for i, f := range funcs {
+		if f.params {
+			types = append(types, 1)
+		} else {
+			types = append(types, 0)
+		}
+		if f.export != "" {
+			exports = append(wasmbin.AppendName(exports, f.export), 0)
+			exports = wasmbin.AppendULEB(exports, uint64(i))
+			exported++
+		}
+		code = append(wasmbin.AppendULEB(code, uint64(len(f.body))), f.body...)
+	}
+	b = wasmbin.AppendSection(b, wasmbin.SectionFunction, types)
+	b = wasmbin.AppendSection(b, 5, []byte{1, 0, 1})
+	b = wasmbin.AppendSection(b, 7, append(wasmbin.AppendULEB(nil, uint64(exported)), exports...))
+	return wasmbin.AppendSection(b, 10, append(wasmbin.AppendULEB(nil, uint64(len(funcs))), code...))
+}
+
+// loopOf is a body of (param $n i32): loop { inner; br_if 0 (local.tee $n
+// (n - 1)) }.
+func loopOf(inner []byte) []byte {
+	b := append([]byte{0, 0x03, 0x40}, inner...)
+	return append(b, 0x20, 0, 0x41, 1, 0x6b, 0x22, 0, 0x0d, 0, 0x0b, 0x0b)
+}
+
+// fill is memory.fill of n bytes at 0.
+func fill(n int64) []byte {
+	return append(wasmbin.AppendSLEB([]byte{0x41, 0, 0x41, 0, 0x41}, n), 0xfc, 11, 0)
+}
+
+// TestDeadlineWeights runs loops of work that a count of one turn per loop
+// header would hardly see, and wants the ticks their work weighs: short
+// fills (1 turn each, not 0), a call of a large leaf (1 turn per 1 KiB of
+// its body), a loop of a large body (likewise), and a function of more
+// bulk operations than DenseCounts, which counts by calls.
+func TestDeadlineWeights(t *testing.T) {
+	nops := func(n int) []byte { return bytes.Repeat([]byte{0x01}, n) }
+	denseFills := bytes.Repeat(fill(4095), DenseCounts+1)
+	tests := []struct {
+		name  string
+		funcs []testFunc
+		n     int
+		// want is the ticks, within one: the weight of a count may pass the
+		// counter's end, and what it passes it by is not carried over.
+		want int64
+	}{
+		// 1 for the loop, 1 for the fill.
+		{"short fills", []testFunc{{"run", true, loopOf(fill(4095))}}, 2 * Period, 4},
+		// 1 for the loop, 3 for the leaf's entry (2049 bytes).
+		{"large leaf", []testFunc{
+			{"", false, append(append([]byte{0}, nops(2048)...), 0x0b)},
+			{"run", true, loopOf([]byte{0x10, 0})},
+		}, Period, 4},
+		// 1 + 4 KiB: 5 for the loop.
+		{"large loop", []testFunc{{"run", true, loopOf(nops(4096))}}, Period, 5},
+		// 3 for the loop (2.5 KiB), 257 fills of 1.
+		{"dense fills", []testFunc{{"run", true, loopOf(denseFills)}}, 256, 256 * (DenseCounts + 1 + 3) / Period},
+	}
+	ctx := context.Background()
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			module := testModule(tt.funcs...)
+			rewritten, err := Deadline(module)
+			if err != nil {
+				t.Fatal(err)
+			}
+			wz := wazero.NewRuntime(ctx)
+			defer wz.Close(ctx)
+			var ticks atomic.Int64
+			var stop atomic.Bool
+			tickHost(t, wz, &stop, &ticks)
+			mod, err := wz.InstantiateWithConfig(ctx, rewritten, wazero.NewModuleConfig().WithName(""))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := mod.ExportedFunction("run").Call(ctx, uint64(tt.n)); err != nil {
+				t.Fatal(err)
+			}
+			if got := ticks.Load(); got < tt.want-1 || got > tt.want+1 {
+				t.Errorf("%d ticks, want %d", got, tt.want)
+			}
+		})
+	}
+	t.Run("dense fills call", func(t *testing.T) {
+		// The count inline is 30 bytes a fill, two blocks among them; the
+		// call 12.
+		module := testModule(testFunc{"run", true, loopOf(denseFills)})
+		rewritten, err := Deadline(module)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if grew := len(rewritten) - len(module); grew > (DenseCounts+1)*16 {
+			t.Errorf("%d bytes more for %d fills: the count is inline", grew, DenseCounts+1)
+		}
+	})
+}
+
+// TestDeadlineLabelNames drops the name section's label names, which the
+// ifs of the count would leave naming the wrong blocks, and moves the
+// function names.
+func TestDeadlineLabelNames(t *testing.T) {
+	module := testModule(testFunc{"run", true, loopOf(nil)})
+	sub := func(id byte, payload []byte) []byte {
+		return append(wasmbin.AppendULEB([]byte{id}, uint64(len(payload))), payload...)
+	}
+	functions := wasmbin.AppendName([]byte{1, 0}, "run")      // function 0: run
+	labels := wasmbin.AppendName([]byte{1, 0, 1, 0}, "again") // function 0, label 0: again
+	section := append(append(wasmbin.AppendName(nil, "name"), sub(1, functions)...), sub(3, labels)...)
+	module = wasmbin.AppendSection(module, wasmbin.SectionCustom, section)
+	rewritten, err := Deadline(module)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []byte
+	for s, err := range wasmbin.Sections(rewritten) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s.ID == wasmbin.SectionCustom {
+			names = s.Payload
+		}
+	}
+	// function 1 (the tick is 0): run; no subsection 3.
+	want := append(wasmbin.AppendName(nil, "name"), sub(1, wasmbin.AppendName([]byte{1, 1}, "run"))...)
+	if !bytes.Equal(names, want) {
+		t.Errorf("name section %q, want %q", names, want)
+	}
 }

@@ -14,6 +14,7 @@ var errOpcode = errors.New("unknown instruction")
 
 // Opcodes the transform looks at.
 const (
+	opBlock              = 0x02
 	opLoop               = 0x03
 	opIf                 = 0x04
 	opEnd                = 0x0b
@@ -26,8 +27,8 @@ const (
 	opGlobalGet          = 0x23
 	opGlobalSet          = 0x24
 	opI32Const           = 0x41
-	opI32Eqz             = 0x45
 	opI32LeS             = 0x4c
+	opI32Add             = 0x6a
 	opI32Sub             = 0x6b
 	opI32ShrU            = 0x76
 	opRefFunc            = 0xd2
