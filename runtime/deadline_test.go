@@ -364,3 +364,81 @@ func TestDeadlineTickNotImportable(t *testing.T) {
 		})
 	}
 }
+
+// weighModule is a module of tools that loop on work a count of one turn per
+// loop header would hardly see, each its own way, built here since their
+// sources would be megabytes of WAT: fills of 4 KiB less a byte, 1000 to a
+// turn of the loop (16 s past the deadline when they weighed nothing); a
+// call of a leaf function of 20,000 loads and stores; a loop whose body is
+// as long.
+func weighModule() []byte {
+	var straight []byte
+	for i := range 20000 {
+		a, b := byte(i*8%56), byte((i*24+8)%56)
+		// i64.store (i32.const a) (i64.add (i64.load (i32.const b)) (i64.const 1))
+		straight = append(straight, 0x41, a, 0x41, b, 0x29, 3, 0, 0x42, 1, 0x7c, 0x37, 3, 0)
+	}
+	var fills []byte
+	for range 1000 {
+		// memory.fill (i32.const 0x100) (i32.const 1) (i32.const 4095)
+		fills = append(fills, 0x41, 0x80, 0x02, 0x41, 1, 0x41, 0xff, 0x1f, 0xfc, 11, 0)
+	}
+	loop := func(body []byte) []byte { // loop { body; br 0 } end
+		b := append([]byte{0, 0x03, 0x40}, body...)
+		return append(b, 0x0c, 0, 0x0b, 0x0b)
+	}
+	bodies := [][]byte{
+		append(append([]byte{0}, straight...), 0x0b), // 0: the leaf
+		loop(fills),
+		loop([]byte{0x10, 0}),
+		loop(straight),
+	}
+	b := []byte(wasmbin.Header)
+	b = wasmbin.AppendSection(b, 1, []byte{1, 0x60, 0, 0}) // a type: () -> ()
+	b = wasmbin.AppendSection(b, 3, []byte{4, 0, 0, 0, 0})
+	b = wasmbin.AppendSection(b, 5, []byte{1, 0, 1}) // a memory of one page
+	exports := append(wasmbin.AppendName([]byte{4}, "memory"), 2, 0)
+	for i, name := range []string{"shortfills", "leaf", "longloop"} {
+		exports = append(wasmbin.AppendName(exports, "berm_tool_"+name), 0, byte(i+1))
+	}
+	b = wasmbin.AppendSection(b, 7, exports)
+	code := []byte{byte(len(bodies))}
+	for _, body := range bodies {
+		code = append(wasmbin.AppendULEB(code, uint64(len(body))), body...)
+	}
+	b = wasmbin.AppendSection(b, 10, code)
+	return manifest.AppendSection(b, []byte(`{"abi_version":0,"tools":[{"name":"shortfills"},{"name":"leaf"},{"name":"longloop"}]}`))
+}
+
+// TestDeadlineWeighs runs weighModule's tools on both paths, and wants each
+// stopped at the deadline: before the rewrite weighed what each count
+// stands for, the fast path ran each on for seconds.
+func TestDeadlineWeighs(t *testing.T) {
+	const deadline = 300 * time.Millisecond
+	// Generous for a loaded CI machine; each stops within milliseconds
+	// (logged).
+	const slack = 2 * time.Second
+	image := weighModule()
+	for _, path := range paths {
+		t.Run(path.name, func(t *testing.T) {
+			rt := newRuntime(t, &runtime.Options{Plain: path.plain, Limits: runtime.Limits{Deadline: deadline}})
+			if _, err := rt.Deploy(context.Background(), "weigh", image, nil); err != nil {
+				t.Fatal(err)
+			}
+			for _, tool := range []string{"shortfills", "leaf", "longloop"} {
+				t.Run(tool, func(t *testing.T) {
+					start := time.Now()
+					_, err := rt.Call(context.Background(), "weigh", tool, []byte(`{}`))
+					took := time.Since(start)
+					if !errors.Is(err, runtime.ErrDeadline) {
+						t.Fatalf("got %v, want ErrDeadline", err)
+					}
+					if took > deadline+slack {
+						t.Errorf("stopped %v after the deadline", took-deadline)
+					}
+					t.Logf("stopped %v after the deadline", took-deadline)
+				})
+			}
+		})
+	}
+}
