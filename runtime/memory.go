@@ -155,8 +155,10 @@ func (l *linearMemory) Reallocate(size uint64) []byte {
 
 // reset puts the memory back as it was allocated: img (nil: nothing) over
 // its first bytes and zeros after, its length unchanged; false when it
-// cannot. A mapped image is mapped again, which drops the pages the call
-// wrote; a copied one is copied again.
+// cannot. In a region, not only the bytes but which pages are present and
+// which are the instance's own are put back as a new instance has them,
+// whatever the call touched (resetPages): a mapped image all present and
+// the file's, a copied one copied again, nothing past the image.
 func (l *linearMemory) reset(rt *Runtime, img *memoryImage) bool {
 	var data []byte
 	if img != nil {
@@ -167,26 +169,24 @@ func (l *linearMemory) reset(rt *Runtime, img *memoryImage) bool {
 	if n > size {
 		return false
 	}
-	if l.region != nil && l.region.mapped {
-		if rt.regions.restorePages(l.buf, data) {
-			return true
-		}
-		if img.fd < 0 || !mapImage(l.region.mem[:n], img.fd) {
-			return false
-		}
-	} else {
+	if l.region == nil {
+		copy(l.buf, data)
+		clear(l.buf[n:])
+		return true
+	}
+	mapped := l.region.mapped
+	if !mapped {
 		copy(l.buf, data)
 	}
-	rest := l.buf[n:]
-	if uint64(len(rest)) <= resetInPlace || l.region == nil || !freshPages(rest) {
-		clear(rest)
+	if rt.regions.resetPages(l.buf, int(n), mapped) {
+		return true
 	}
-	return true
+	// Without the page map: the whole image mapped again, fresh pages past it.
+	if mapped && !mapImage(l.region.mem[:n], img.fd) {
+		return false
+	}
+	return n == size || freshPages(l.buf[n:])
 }
-
-// resetInPlace is the most of memory past an image a reset clears in place;
-// more is given fresh pages, which cost a fault each only where touched.
-const resetInPlace = 256 << 10
 
 // Free implements experimental.LinearMemory: nothing, see callMemory.
 func (l *linearMemory) Free() {}
@@ -194,13 +194,7 @@ func (l *linearMemory) Free() {}
 func (l *linearMemory) release(rt *Runtime) {
 	rt.budget.give(l.charged)
 	if l.region != nil {
-		used := uint64(len(l.buf))
-		if l.image != nil {
-			// An instantiation that failed before the instance was grown
-			// to the image leaves the image's bytes past its length.
-			used = max(used, uint64(len(l.image.data)))
-		}
-		rt.regions.put(l.region, used)
+		rt.regions.put(l.region)
 	}
 	*l = linearMemory{}
 }
@@ -212,36 +206,32 @@ const (
 	// maxFreeRegions bounds the regions kept, beyond which a released one is
 	// unmapped.
 	maxFreeRegions = 16
-	// A released region whose accessible part is at most keepDirty is zeroed
-	// in place and kept accessible, as long as the kept regions hold at most
-	// maxDirty such bytes: clearing a few MiB (a Go program's 3.3 MiB, say)
-	// is cheaper than faulting them in again, but what is cleared stays
-	// resident, outside Limits.TotalMemory. A larger one gets fresh pages.
-	keepDirty = 4 << 20
-	maxDirty  = 32 << 20
 )
 
 // regionPool reserves regions of one size, the memory limit, and keeps a few
-// released ones. A region comes back zeroed, as fresh memory must be.
+// released ones. A region comes back with no page present, as a new one: a
+// page cleared in place would stay resident, outside Limits.TotalMemory, and
+// tell the next instance, by the time a read of it takes, that an earlier
+// one touched it.
 type regionPool struct {
 	size   uint64
 	mu     sync.Mutex
 	free   []*region
-	dirty  uint64 // accessible bytes of the kept regions
 	closed bool
 	// holders are the pools of idle instances (pool.go), whose regions
 	// are closed with the runtime's even where their programs are not.
 	holders map[*instancePool]struct{}
-	// pagemap tells a reset which pages a call wrote (restorePages): the
-	// process's page map, opened at the first reset; -1 where it cannot be.
+	// pagemap tells a reset which pages a call touched and wrote
+	// (resetPages): the process's page map, opened at the first reset; -1
+	// where it cannot be.
 	// close does not close it under a reset that reads it (pagemapMu).
 	pagemapOnce sync.Once
 	pagemapMu   sync.RWMutex
 	pagemap     int
 }
 
-// restorePages is restorePages with the page map; false without one.
-func (p *regionPool) restorePages(dst, img []byte) bool {
+// resetPages is resetPages with the page map; false without one.
+func (p *regionPool) resetPages(dst []byte, n int, mapped bool) bool {
 	p.pagemapOnce.Do(func() {
 		p.mu.Lock()
 		closed := p.closed
@@ -253,7 +243,7 @@ func (p *regionPool) restorePages(dst, img []byte) bool {
 	})
 	p.pagemapMu.RLock()
 	defer p.pagemapMu.RUnlock()
-	return p.pagemap >= 0 && restorePages(p.pagemap, dst, img)
+	return p.pagemap >= 0 && resetPages(p.pagemap, dst, n, mapped)
 }
 
 // hold notes that ip keeps regions in its idle instances.
@@ -285,7 +275,6 @@ func (p *regionPool) get() *region {
 	if n := len(p.free); n > 0 {
 		r := p.free[n-1]
 		p.free = p.free[:n-1]
-		p.dirty -= r.rw
 		p.mu.Unlock()
 		return r
 	}
@@ -293,33 +282,17 @@ func (p *regionPool) get() *region {
 	return reserveRegion(p.size)
 }
 
-// put takes back a region whose first used bytes an instance had.
-func (p *regionPool) put(r *region, used uint64) {
+// put takes back a region an instance had.
+func (p *regionPool) put(r *region) {
 	p.mu.Lock()
-	if p.closed || len(p.free) >= maxFreeRegions {
-		p.mu.Unlock()
+	full := p.closed || len(p.free) >= maxFreeRegions
+	p.mu.Unlock()
+	if full || !r.reset() {
 		r.free()
 		return
 	}
-	// The accessible bytes past used were zeroed before and never touched.
-	// A region an image was mapped into gets fresh pages: clearing would
-	// copy every page of the image first.
-	inPlace := !r.mapped && used <= r.rw && r.rw <= keepDirty && p.dirty+r.rw <= maxDirty
-	if inPlace {
-		p.dirty += r.rw // counted now, so that concurrent puts stay under maxDirty
-	}
-	p.mu.Unlock()
-	ok := true
-	if inPlace {
-		clear(r.mem[:used])
-	} else {
-		ok = r.reset()
-	}
 	p.mu.Lock()
-	if !ok || p.closed || len(p.free) >= maxFreeRegions {
-		if inPlace {
-			p.dirty -= r.rw
-		}
+	if p.closed || len(p.free) >= maxFreeRegions {
 		p.mu.Unlock()
 		r.free()
 		return
@@ -333,7 +306,7 @@ func (p *regionPool) close() {
 	p.mu.Lock()
 	free := p.free
 	holders := p.holders
-	p.free, p.dirty, p.closed, p.holders = nil, 0, true, nil
+	p.free, p.closed, p.holders = nil, true, nil
 	p.mu.Unlock()
 	for _, r := range free {
 		r.free()
@@ -374,10 +347,11 @@ func (r *region) commit(size uint64) []byte {
 }
 
 // start makes the first size bytes accessible, holding img, and returns
-// them, or nil. A large image with a file is mapped copy-on-write: the
-// instance costs only the pages it touches, a read fault each or a copy
-// when written. A small one is copied, cheaper than the faults and the
-// system calls of a mapping; so is any image where files cannot be mapped.
+// them, or nil. A large image with a file is mapped copy-on-write, every
+// page present from the start and the file's, shared by the program's
+// instances: the instance costs only a copy of each page it writes. A small
+// one is copied, cheaper than the system calls of a mapping; so is any
+// image where files cannot be mapped.
 func (r *region) start(img *memoryImage, size uint64) []byte {
 	n := uint64(len(img.data))
 	if n > uint64(len(r.mem)) {

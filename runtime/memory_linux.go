@@ -3,6 +3,7 @@
 package runtime
 
 import (
+	"sync/atomic"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -68,11 +69,45 @@ func allZero(b []byte) bool {
 }
 
 // mapImage maps the image file over dst, whose length is the file's,
-// private: what an instance writes is its own copy of the page.
+// private, with every page present and still the file's: what an instance
+// writes is its own copy of the page, made at its first write. An instance
+// thus starts with all its image in place whatever others did, and a reset
+// brings back the same (resetPages).
 func mapImage(dst []byte, fd int) bool {
 	_, err := unix.MmapPtr(fd, 0, unsafe.Pointer(unsafe.SliceData(dst)), uintptr(len(dst)),
 		unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_FIXED)
-	return err == nil
+	return err == nil && populate(dst)
+}
+
+// populate maps b's pages, a private mapping of a file, as the file's,
+// read-only: without copying them, as MAP_POPULATE would on a writable
+// mapping. Before Linux 5.14 it reads a byte of each page instead.
+func populate(b []byte) bool {
+	if len(b) == 0 {
+		return true
+	}
+	if err := unix.Madvise(b, unix.MADV_POPULATE_READ); err == nil {
+		return true
+	} else if err != unix.EINVAL {
+		return false
+	}
+	page := unix.Getpagesize()
+	var sum byte
+	for at := 0; at < len(b); at += page {
+		sum += b[at]
+	}
+	populated.Store(uint32(sum))
+	return true
+}
+
+// populated keeps populate's reads from being optimised away.
+var populated atomic.Uint32
+
+// dropPages drops b's pages: of an image's private mapping, the copies an
+// instance wrote, so that the file's pages show through again; of anonymous
+// memory, every page, absent until touched and then zero.
+func dropPages(b []byte) bool {
+	return len(b) == 0 || unix.Madvise(b, unix.MADV_DONTNEED) == nil
 }
 
 func closeImageFile(fd int, view []byte) {
@@ -91,46 +126,86 @@ func openPagemap() int {
 
 func closePagemap(fd int) { unix.Close(fd) }
 
-// restorePages puts dst back to img (its first bytes) and zeros (the rest)
-// where a call changed it, reading which pages it changed from the page map
-// (fd): over a private mapping of the image, a page written is anonymous,
-// its own copy, where one only read is still the file's; past the image,
-// a page never touched is not there at all. Those pages are copied back in
-// place: cheaper than mapping the image again, which costs its unmapping
-// and then a fault at every page the next call touches. False when the page
-// map cannot be read.
-func restorePages(fd int, dst, img []byte) bool {
+// resetPages brings dst, an instance's memory, back to where a new
+// instance's starts, page for page, reading from the page map (fd) which
+// pages the call changed; the first n bytes are the image, mapped from its
+// file when mapped, else copied in (by the caller). Not only the bytes: what
+// is resident and what is the instance's own must be as in a new instance
+// too, or a later call could time its reads and writes page by page and
+// learn which pages earlier calls touched; and an idle instance must hold
+// no memory of its own but a copied image. So, as in a new instance:
+//   - a mapped image's pages are all present and the file's, read-only (a
+//     write copies the page): each run of pages a call wrote (anonymous, its
+//     own) or that went missing is dropped and mapped from the file again;
+//   - past the image no page is present: each run the call touched is
+//     dropped, and reads as zeros when touched again.
+//
+// False when the page map cannot be read or the system refuses.
+func resetPages(fd int, dst []byte, n int, mapped bool) bool {
 	const (
 		present = 1 << 63
 		swapped = 1 << 62
 		file    = 1 << 61
 	)
 	page := unix.Getpagesize()
-	if len(dst)%page != 0 || len(img)%page != 0 {
+	if len(dst)%page != 0 || n%page != 0 || n > len(dst) {
 		return false
 	}
 	var entries [512]uint64
 	buf := unsafe.Slice((*byte)(unsafe.Pointer(&entries[0])), len(entries)*8)
 	base := uintptr(unsafe.Pointer(unsafe.SliceData(dst)))
 	pages := len(dst) / page
-	for first := 0; first < pages; first += len(entries) {
-		n := min(len(entries), pages-first)
-		off := int64(base/uintptr(page)+uintptr(first)) * 8
-		if got, err := unix.Pread(fd, buf[:n*8], off); err != nil || got != n*8 {
+	imagePages := n / page
+	// run is the run of pages to put back not yet done: [from, to).
+	from, to := 0, 0
+	flush := func() bool {
+		if from == to {
+			return true
+		}
+		b := dst[from*page : to*page]
+		from, to = 0, 0
+		if !dropPages(b) {
 			return false
 		}
-		for i, e := range entries[:n] {
-			at := (first + i) * page
-			p := dst[at : at+page]
+		if mapped && uintptr(unsafe.Pointer(unsafe.SliceData(b))) < base+uintptr(n) {
+			return populate(b)
+		}
+		return true
+	}
+	for first, count := 0, 0; first < pages; first += count {
+		count = min(len(entries), pages-first)
+		// A run never crosses the image's end: one side is mapped again,
+		// the other only dropped.
+		if imagePages > first && imagePages < first+count {
+			count = imagePages - first
+		}
+		off := int64(base/uintptr(page)+uintptr(first)) * 8
+		if got, err := unix.Pread(fd, buf[:count*8], off); err != nil || got != count*8 {
+			return false
+		}
+		for i, e := range entries[:count] {
+			at := first + i
+			var stale bool
 			switch {
-			case at < len(img):
-				if e&swapped != 0 || e&(present|file) == present {
-					copy(p, img[at:at+page])
-				}
-			case e&(present|swapped) != 0 && !allZero(p):
-				clear(p)
+			case at >= imagePages:
+				stale = e&(present|swapped) != 0
+			case mapped:
+				stale = e&(present|file) != present|file
 			}
+			if !stale {
+				continue
+			}
+			if at != to {
+				if !flush() {
+					return false
+				}
+				from = at
+			}
+			to = at + 1
+		}
+		if first+count == imagePages && !flush() {
+			return false
 		}
 	}
-	return true
+	return flush()
 }

@@ -15,4 +15,4 @@ func openPagemap() int { return -1 }
 
 func closePagemap(int) {}
 
-func restorePages(int, []byte, []byte) bool { return false }
+func resetPages(int, []byte, int, bool) bool { return false }

@@ -31,9 +31,13 @@ import (
 // anything an earlier one left, as ABI.md's "One call" asks.
 //
 // An idle instance gives its memory back to Limits.TotalMemory, which counts
-// the instances of calls; what it still holds is small (reset drops the
-// pages a call wrote, but for an image copied in place, at most
-// resetInPlace bytes), and there are at most maxIdle of them per program.
+// the instances of calls; what it still holds of its own is small: reset
+// drops every page past the image and every copy of an image's page a call
+// wrote (linearMemory.reset), so it holds a copied image (under
+// mapImageFrom) and nothing of a mapped one, whose pages are the memory
+// file's, shared; and there are at most maxIdle of them per program. Which
+// pages are present and which its own is as in a new instance, whatever
+// earlier calls touched: no call can learn that by timing its accesses.
 
 // maxIdle bounds the idle instances of one program: enough for every core
 // to find one, and a nested call besides.
