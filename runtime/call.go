@@ -100,7 +100,11 @@ func (r *Runtime) run(ctx context.Context, c *Call, i int) error {
 	}
 	_, err = inst.tool(c.program, i).Call(ctx)
 	ok := err == nil
-	if err != nil {
+	if err != nil && r.closing.Load() {
+		// Stopped by Close: on the plain path wazero ends the call with
+		// exit code 0, which must not read as proc_exit(0) and a success.
+		err = fmt.Errorf("%w: the call ended with it: %w", ErrClosed, err)
+	} else if err != nil {
 		var exit *sys.ExitError
 		if errors.As(err, &exit) && exit.ExitCode() == 0 {
 			err = nil // WASI proc_exit(0): the program ended, its outcome set
@@ -116,6 +120,8 @@ func (r *Runtime) run(ctx context.Context, c *Call, i int) error {
 func (r *Runtime) hostError(ctx context.Context, full string, err error) error {
 	var exit *sys.ExitError
 	switch {
+	case errors.Is(err, ErrClosed):
+		return fmt.Errorf("%s: %w", full, ErrClosed)
 	case errors.Is(ctx.Err(), context.DeadlineExceeded):
 		return r.deadlineError(full)
 	case errors.As(err, &exit) && exit.ExitCode() == sys.ExitCodeDeadlineExceeded:

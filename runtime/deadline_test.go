@@ -296,8 +296,9 @@ func TestDeadlineRewriteValidatesFirst(t *testing.T) {
 // TestDeadlineEscapes runs, on both paths, the work that no loop header
 // counts, each kind in a loop of its own: bulk memory and table operations,
 // a slow host syscall, nested calls that each run fewer turns than a tick's
-// period, and a WASI sleep of 10 s. Each is stopped at the deadline; before
-// the host checked at every syscall and sleep, and the rewrite weighed bulk
+// period, a WASI sleep of 10 s, WASI calls of much work each (random_get,
+// fd_write). Each is stopped at the deadline; before the host checked at
+// every syscall, WASI call and sleep, and the rewrite weighed bulk
 // operations, each ran on for seconds to minutes.
 func TestDeadlineEscapes(t *testing.T) {
 	const deadline = 300 * time.Millisecond
@@ -315,9 +316,11 @@ func TestDeadlineEscapes(t *testing.T) {
 				Limits:       runtime.Limits{Deadline: deadline},
 				Imports:      []runtime.HostModule{host.WASI()},
 				ModuleConfig: host.ModuleConfig(),
+				// stdout into the log: write's newlines are lines to count.
+				Log: func(context.Context, string, string, []byte) {},
 			})
 			deployLocal(t, rt, "escape", "escape.wasm")
-			for _, tool := range []string{"fill", "copy", "tablefill", "slow", "callloop", "sleep"} {
+			for _, tool := range []string{"fill", "copy", "tablefill", "slow", "callloop", "sleep", "random", "write"} {
 				t.Run(tool, func(t *testing.T) {
 					start := time.Now()
 					_, err := rt.Call(context.Background(), "escape", tool, []byte(`{}`))
@@ -440,5 +443,49 @@ func TestDeadlineWeighs(t *testing.T) {
 				})
 			}
 		})
+	}
+}
+
+// TestCloseEndsCalls closes the runtime under calls that would run to their
+// deadline, a minute away: a spin and a loop of WASI calls. Each ends soon
+// after with ErrClosed. Before, the fast path ran them to the deadline, and
+// the plain path returned success with an empty result (wazero ends a call
+// closed with exit code 0, which read as proc_exit(0)).
+func TestCloseEndsCalls(t *testing.T) {
+	const deadline = time.Minute
+	for _, path := range paths {
+		for _, call := range []struct{ program, tool string }{{"kernel", "spin"}, {"escape", "random"}} {
+			t.Run(path.name+"/"+call.tool, func(t *testing.T) {
+				rt := newRuntimeDepth(t, runtime.DefaultCallDepth, []runtime.Syscall{{Name: "test.slow", Func: func(context.Context, *runtime.Call, [][]byte) (uint64, error) {
+					return 0, nil
+				}}}, &runtime.Options{
+					Plain:        path.plain,
+					Limits:       runtime.Limits{Deadline: deadline},
+					Imports:      []runtime.HostModule{host.WASI()},
+					ModuleConfig: host.ModuleConfig(),
+				})
+				deployFile(t, rt, "kernel", filepath.Join("testdata", "kernel", "kernel.wasm"))
+				deployLocal(t, rt, "escape", "escape.wasm")
+				done := make(chan error, 1)
+				go func() {
+					_, err := rt.Call(context.Background(), call.program, call.tool, []byte(`{}`))
+					done <- err
+				}()
+				time.Sleep(100 * time.Millisecond)
+				start := time.Now()
+				if err := rt.Close(context.Background()); err != nil {
+					t.Errorf("close: %v", err)
+				}
+				select {
+				case err := <-done:
+					if !errors.Is(err, runtime.ErrClosed) {
+						t.Errorf("got %v, want ErrClosed", err)
+					}
+					t.Logf("ended %v after Close began", time.Since(start))
+				case <-time.After(deadline / 2): // generous: it ends in milliseconds
+					t.Fatal("the call runs on after Close")
+				}
+			})
+		}
 	}
 }

@@ -46,7 +46,7 @@ func (r *Runtime) link(ctx context.Context, p *Program) error {
 				WithGoModuleFunction(unprovided(imp), apiTypes(imp.Type.Params), apiTypes(imp.Type.Results)).
 				Export(imp.Name)
 		}
-		compiled, err := b.Compile(watchWASI(ctx, name))
+		compiled, err := b.Compile(r.listen(ctx, name))
 		if err != nil {
 			return fmt.Errorf("link %s: %w", name, err)
 		}

@@ -71,9 +71,6 @@ type instancePool struct {
 	mu      sync.Mutex
 	idle    []*instance
 	closed  bool
-	// dirty holds the modules a watched WASI function was called from in a
-	// call (watchedWASI): they are discarded when it ends.
-	dirty sync.Map
 	// reused counts the calls that ran in an instance reset, for tests.
 	reused atomic.Int64
 }
@@ -246,7 +243,7 @@ func (r *Runtime) releaseInstance(c *Call, inst *instance, ok bool) {
 		inst.close()
 		return
 	}
-	if _, dirty := pool.dirty.LoadAndDelete(inst.mod); dirty || !ok || inst.mod.IsClosed() || !inst.reset(c.program) {
+	if c.wasiChanged || !ok || inst.mod.IsClosed() || !inst.reset(c.program) {
 		inst.close()
 		return
 	}
@@ -273,61 +270,7 @@ func (inst *instance) reset(p *Program) bool {
 
 func (inst *instance) close() {
 	if inst.mod != nil {
-		inst.pool.forget(inst.mod)
 		inst.mod.Close(context.Background())
 	}
 	inst.mem.release()
 }
-
-// forget drops a mark of mod's: a module closed may be followed by another
-// at the same address.
-func (p *instancePool) forget(mod api.Module) {
-	if p != nil {
-		p.dirty.Delete(mod)
-	}
-}
-
-// watchedWASI are the WASI functions that change what an instance holds
-// outside its memory and globals: its table of descriptors (opened, closed,
-// renumbered), a descriptor's position, flags or directory cursor, what is
-// left of standard input. An instance in which a call used one is not
-// reused. The rest read that state, or change only the host's files, which
-// outlive calls by design (a granted directory).
-var watchedWASI = map[string]bool{
-	"path_open": true, "fd_close": true, "fd_renumber": true,
-	"fd_seek": true, "fd_read": true, "fd_pread": true, "fd_readdir": true,
-	"fd_fdstat_set_flags": true, "fd_fdstat_set_rights": true,
-	"sock_accept": true, "sock_recv": true, "sock_send": true, "sock_shutdown": true,
-	"proc_exit": true, "proc_raise": true,
-}
-
-// watchWASI is the context to compile a host module in: for WASI, with
-// wasiWatch listening, so that a pooled instance that changed its state
-// outside its memory is discarded rather than reset.
-func watchWASI(ctx context.Context, module string) context.Context {
-	if module != wasiModule {
-		return ctx
-	}
-	return experimental.WithFunctionListenerFactory(ctx, wasiWatch{})
-}
-
-// wasiWatch marks the calling instance of a watched WASI function dirty.
-// The other functions get no listener, and so cost nothing.
-type wasiWatch struct{}
-
-func (wasiWatch) NewFunctionListener(def api.FunctionDefinition) experimental.FunctionListener {
-	if names := def.ExportNames(); len(names) > 0 && watchedWASI[names[0]] {
-		return wasiWatch{}
-	}
-	return nil
-}
-
-func (wasiWatch) Before(ctx context.Context, mod api.Module, _ api.FunctionDefinition, _ []uint64, _ experimental.StackIterator) {
-	if c, _ := ctx.Value(callKey{}).(*Call); c != nil && c.program.pool != nil {
-		c.program.pool.dirty.Store(mod, struct{}{})
-	}
-}
-
-func (wasiWatch) After(context.Context, api.Module, api.FunctionDefinition, []uint64) {}
-
-func (wasiWatch) Abort(context.Context, api.Module, api.FunctionDefinition, error) {}

@@ -8,6 +8,7 @@ import (
 	goruntime "runtime"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/tetratelabs/wazero"
@@ -171,6 +172,10 @@ type Runtime struct {
 	mu       sync.RWMutex
 	programs map[string]*Program
 	closed   bool
+	// closing is set by Close before it closes wazero: the calls still
+	// running trap at their next tick or host call (checkRunning), and
+	// return ErrClosed.
+	closing atomic.Bool
 }
 
 type hostModule struct {
@@ -270,7 +275,7 @@ func (r *Runtime) newWazero(ctx context.Context, closeOnDone bool) (*wazeroRunti
 		WithParameterNames("number", "ptr", "len").
 		Export("syscall").
 		NewFunctionBuilder().
-		WithGoFunction(api.GoFunc(tick), nil, nil).
+		WithGoFunction(api.GoFunc(r.tick), nil, nil).
 		Export(transform.TickName).
 		Instantiate(ctx)
 	if err != nil {
@@ -297,7 +302,7 @@ func (r *Runtime) addHostModule(ctx context.Context, wz *wazeroRuntime, hm HostM
 	seen[hm.Name] = true
 	b := wz.NewHostModuleBuilder(hm.Name)
 	hm.Export(b)
-	compiled, err := b.Compile(watchWASI(ctx, hm.Name))
+	compiled, err := b.Compile(r.listen(ctx, hm.Name))
 	if err != nil {
 		return fmt.Errorf("host module %s: %w", hm.Name, err)
 	}
@@ -311,15 +316,13 @@ func (r *Runtime) addHostModule(ctx context.Context, wz *wazeroRuntime, hm HostM
 }
 
 // tick is the function transform.Deadline has a rewritten program call every
-// transform.Period turns. ctx is the call's: once it is done, the program
-// traps (hostError tells the deadline from a cancel by ctx). Otherwise the
-// goroutine yields, so that a program in a loop, which compiled code cannot
-// preempt, holds up neither the scheduler nor a collection's stop of the
-// world for more than a tick's period.
-func tick(ctx context.Context, _ []uint64) {
-	if err := ctx.Err(); err != nil {
-		panic(&trap{msg: "the call's context is done", err: err})
-	}
+// transform.Period turns. ctx is the call's: once it is done, or the runtime
+// is closing, the program traps (hostError tells the deadline from a cancel
+// by ctx). Otherwise the goroutine yields, so that a program in a loop,
+// which compiled code cannot preempt, holds up neither the scheduler nor a
+// collection's stop of the world for more than a tick's period.
+func (r *Runtime) tick(ctx context.Context, _ []uint64) {
+	r.checkRunning(ctx)
 	goruntime.Gosched()
 }
 
@@ -345,8 +348,10 @@ func (r *Runtime) plainRuntime(ctx context.Context) (*wazeroRuntime, error) {
 	return wz, nil
 }
 
-// Close closes every program and the wazero runtime; calls in flight end.
+// Close closes every program and the wazero runtime; calls in flight end,
+// with ErrClosed.
 func (r *Runtime) Close(ctx context.Context) error {
+	r.closing.Store(true)
 	r.mu.Lock()
 	r.closed = true
 	programs := r.programs

@@ -80,6 +80,10 @@ type Call struct {
 	failed       bool
 	staged       []byte
 	syscall      string // the host syscall running, for RefuseHost
+	// wasiChanged is set when the call (or its _initialize) called a WASI
+	// function that changes what its instance holds outside its memory and
+	// globals (watchedWASI): the instance cannot be reset, only discarded.
+	wasiChanged bool
 
 	logs *logBudget // the top-level call's, shared by nested calls
 	// stdout and stderr of a WASI program, into the log.
@@ -329,9 +333,7 @@ func (r *Runtime) dispatch(ctx context.Context, mod api.Module, stack []uint64) 
 	// deadline's rewrite counts (berm.call after berm.call, each nested call
 	// starting its own count): once the call's context is done, every one
 	// traps, and so the loop ends.
-	if err := ctx.Err(); err != nil {
-		panic(&trap{msg: "syscall: the call's context is done", err: err})
-	}
+	r.checkRunning(ctx)
 	number := stack[0]
 	h, ok := c.program.table[number]
 	if !ok {

@@ -6,6 +6,8 @@
 (module
   (import "berm" "syscall" (func $sys (param i64 i32 i32) (result i64)))
   (import "wasi_snapshot_preview1" "poll_oneoff" (func $poll_oneoff (param i32 i32 i32 i32) (result i32)))
+  (import "wasi_snapshot_preview1" "random_get" (func $random_get (param i32 i32) (result i32)))
+  (import "wasi_snapshot_preview1" "fd_write" (func $fd_write (param i32 i32 i32 i32) (result i32)))
   ;; 16 MiB: the fills and copies take it all.
   (memory (export "memory") 256)
   (table 524288 funcref)
@@ -48,13 +50,29 @@
       (drop (call $sys (i64.const 0x6410f207e9992ec1) (i32.const 0x10) (i32.const 24)))
       (br $again)))
 
-  ;; busy fills 4 KiB less a byte, 16,000 times: a few ms of work in fewer
-  ;; turns than a tick's period.
+  ;; busy fills 4 KiB less a byte, 8,000 times: a few ms of work in fewer
+  ;; turns than a tick's period (two each).
   (func (export "berm_tool_busy")
     (local $i i32)
     (loop $again
       (memory.fill (i32.const 0x1000) (i32.const 1) (i32.const 4095))
-      (br_if $again (i32.ne (local.tee $i (i32.add (local.get $i) (i32.const 1))) (i32.const 16000)))))
+      (br_if $again (i32.ne (local.tee $i (i32.add (local.get $i) (i32.const 1))) (i32.const 8000)))))
+
+  ;; random asks WASI for 1 MiB of random bytes, again and again.
+  (func (export "berm_tool_random")
+    (loop $again
+      (drop (call $random_get (i32.const 0x100000) (i32.const 0x100000)))
+      (br $again)))
+
+  ;; write writes 8 MiB of newlines to stdout, again and again: one iovec
+  ;; at 0x500.
+  (func (export "berm_tool_write")
+    (memory.fill (i32.const 0x100000) (i32.const 10) (i32.const 0x800000))
+    (i32.store (i32.const 0x500) (i32.const 0x100000))
+    (i32.store (i32.const 0x504) (i32.const 0x800000))
+    (loop $again
+      (drop (call $fd_write (i32.const 1) (i32.const 0x500) (i32.const 1) (i32.const 0x508)))
+      (br $again)))
 
   ;; sleep asks WASI for a sleep of 10 s, then returns "slept".
   (func (export "berm_tool_sleep")

@@ -1,0 +1,86 @@
+package runtime
+
+import (
+	"context"
+
+	"github.com/tetratelabs/wazero/api"
+	"github.com/tetratelabs/wazero/experimental"
+)
+
+// A program may loop on a host function and never reach a place the
+// deadline's count or wazero's check looks at: random_get of 1 MB, fd_write
+// of 63 MB, again and again, ran 25 s past a deadline of 300 ms. So every
+// function of every host module (WASI, Options.Imports, and the modules link
+// makes) is compiled with hostListener, which traps once the call's context
+// is done or the runtime is closing, before the function runs. berm's own
+// module checks the same in its functions (dispatch, tick).
+//
+// wazero calls a listener only around host functions here, and what it costs
+// is a few tens of nanoseconds a host call: a WASI call costs more itself
+// (measured in BenchmarkWarmGo, BenchmarkWarmEcho and BenchmarkWASICalls).
+
+// listen returns ctx with hostListener's factory in it: the context to
+// compile the host module named module in.
+func (r *Runtime) listen(ctx context.Context, module string) context.Context {
+	return experimental.WithFunctionListenerFactory(ctx, hostListeners{r: r, wasi: module == wasiModule})
+}
+
+// hostListeners makes a hostListener for each function of a host module;
+// wasi is set for WASI's, whose watched functions (watchedWASI) also mark the
+// call's instance changed.
+type hostListeners struct {
+	r    *Runtime
+	wasi bool
+}
+
+func (f hostListeners) NewFunctionListener(def api.FunctionDefinition) experimental.FunctionListener {
+	l := &hostListener{r: f.r}
+	if names := def.ExportNames(); f.wasi && len(names) > 0 {
+		l.changes = watchedWASI[names[0]]
+	}
+	return l
+}
+
+// hostListener checks a call's end before each host function runs.
+type hostListener struct {
+	r       *Runtime
+	changes bool // a watched WASI function: see Call.wasiChanged
+}
+
+func (l *hostListener) Before(ctx context.Context, _ api.Module, _ api.FunctionDefinition, _ []uint64, _ experimental.StackIterator) {
+	if l.changes {
+		if c, _ := ctx.Value(callKey{}).(*Call); c != nil {
+			c.wasiChanged = true
+		}
+	}
+	l.r.checkRunning(ctx)
+}
+
+func (*hostListener) After(context.Context, api.Module, api.FunctionDefinition, []uint64) {}
+
+func (*hostListener) Abort(context.Context, api.Module, api.FunctionDefinition, error) {}
+
+// checkRunning traps (panics, as a host function does to trap) once the
+// call's context is done or the runtime is closing.
+func (r *Runtime) checkRunning(ctx context.Context) {
+	if err := ctx.Err(); err != nil {
+		panic(&trap{msg: "the call's context is done", err: err})
+	}
+	if r.closing.Load() {
+		panic(&trap{msg: "the runtime is closing", err: ErrClosed})
+	}
+}
+
+// watchedWASI are the WASI functions that change what an instance holds
+// outside its memory and globals: its table of descriptors (opened, closed,
+// renumbered), a descriptor's position, flags or directory cursor, what is
+// left of standard input. An instance in which a call used one is not
+// reused. The rest read that state, or change only the host's files, which
+// outlive calls by design (a granted directory).
+var watchedWASI = map[string]bool{
+	"path_open": true, "fd_close": true, "fd_renumber": true,
+	"fd_seek": true, "fd_read": true, "fd_pread": true, "fd_readdir": true,
+	"fd_fdstat_set_flags": true, "fd_fdstat_set_rights": true,
+	"sock_accept": true, "sock_recv": true, "sock_send": true, "sock_shutdown": true,
+	"proc_exit": true, "proc_raise": true,
+}
