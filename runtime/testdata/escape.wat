@@ -64,6 +64,14 @@
       (drop (call $random_get (i32.const 0x100000) (i32.const 0x100000)))
       (br $again)))
 
+  ;; randoms asks WASI for 8 random bytes 10,000 times, and ends: a call of
+  ;; many cheap WASI calls, for BenchmarkWASICalls.
+  (func (export "berm_tool_randoms")
+    (local $i i32)
+    (loop $again
+      (drop (call $random_get (i32.const 0x100000) (i32.const 8)))
+      (br_if $again (i32.ne (local.tee $i (i32.add (local.get $i) (i32.const 1))) (i32.const 10000)))))
+
   ;; write writes 8 MiB of newlines to stdout, again and again: one iovec
   ;; at 0x500.
   (func (export "berm_tool_write")
