@@ -184,9 +184,11 @@ func TestPoolOutput(t *testing.T) {
 }
 
 // Idle instances hold no part of Limits.TotalMemory: two programs of one
-// page each take turns under a total of one page.
+// page each take turns under a total that holds their images (charged for
+// the programs' lives) and one instance, but not two.
 func TestPoolBudget(t *testing.T) {
-	rt := poolRuntime(t, runtime.Options{Limits: runtime.Limits{TotalMemory: runtime.PageSize}})
+	held, _ := runtime.ImageBytes(deployPool(t, poolRuntime(t, runtime.Options{}), "a", nil))
+	rt := poolRuntime(t, runtime.Options{Limits: runtime.Limits{TotalMemory: 2*held + 2*runtime.PageSize - 1}})
 	deployPool(t, rt, "a", nil)
 	deployPool(t, rt, "b", nil)
 	for range 3 {

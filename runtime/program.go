@@ -24,6 +24,16 @@ type Program struct {
 	Manifest *manifest.Manifest
 	// Grants are what the deployment lets it reach beyond the ABI.
 	Grants sandbox.Grants
+	// SnapshotRefused says why the program's _initialize runs at the start
+	// of each call rather than once at Prepare (snapshot.go): the module
+	// cannot be restored from a snapshot (a start function, a table
+	// written), or _initialize trapped, ran past its deadline at Prepare,
+	// left more memory than a snapshot may hold or changed what the
+	// instance holds outside its memory. Empty when the calls start from
+	// the snapshot, when there is no _initialize, on the plain path
+	// (Options.Plain), and when the deployment asked for it
+	// (Grants.InitEachCall, an environment variable read at each call).
+	SnapshotRefused string
 
 	compiled  wazero.CompiledModule
 	exports   []string // of the tools, in the manifest's order
@@ -118,6 +128,9 @@ func (r *Runtime) Prepare(ctx context.Context, name string, image []byte, grants
 	module, warm := r.derive(image)
 	compiled, wz, err := r.compile(ctx, module)
 	if err != nil {
+		if warm != nil {
+			warm.image.close()
+		}
 		return nil, err
 	}
 	p := &Program{
@@ -129,6 +142,9 @@ func (r *Runtime) Prepare(ctx context.Context, name string, image []byte, grants
 		wz:        wz,
 		minMemory: m.MemoryPages * PageSize,
 		table:     r.table(m),
+	}
+	if warm != nil {
+		p.image = warm.image // closed with p from here on
 	}
 	for _, t := range m.Tools {
 		p.exports = append(p.exports, manifest.ToolExportPrefix+t.Name)

@@ -1,9 +1,11 @@
 package runtime
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/tetratelabs/wazero/api"
 
@@ -31,31 +33,62 @@ import (
 // (sandbox.Grants.InitEachCall). Those start from the image of their data
 // segments alone. Options.Plain turns all of it off.
 
+// Bounds on what a program's image may cost the host, which holds it for
+// as long as the program lives, whatever its calls do.
+const (
+	// snapshotDeadline bounds the run of _initialize at Prepare, below the
+	// call deadline when that is shorter. A Go program's runtime init takes
+	// about 2 ms (the examples: 1.5 to 2.7 ms, instantiation included), so
+	// a second is hundreds of times what a program needs; and Prepare runs
+	// one program at a time in berm serve, so an _initialize that spins
+	// holds the programs queued behind it for this long, not a whole call
+	// deadline (30 s). A program that takes longer runs _initialize at each
+	// call instead, as it would with the opt-out.
+	snapshotDeadline = time.Second
+	// maxImageHeld bounds the bytes a program's memory image holds: its
+	// pages that are not all zeros (a memory file leaves the others out), or
+	// all of it where the image is a copy. The Go examples' snapshots hold
+	// 1.9 to 2.1 MB (a 3.4 to 3.8 MB image each), the C ones 4 to 8 KiB; 16
+	// MiB is 8 times the largest, room for a Go program several times their
+	// size, and keeps what a tiny image can make the host hold (one that
+	// fills 128 MiB in _initialize) to that. A program past it starts from
+	// its data segments alone (and past it with those, from none), and its
+	// _initialize runs at each call, where its memory counts against
+	// Limits.TotalMemory like any instance's.
+	maxImageHeld = 16 << 20
+)
+
 // warmStart is what derive found a program's instances can start from.
 type warmStart struct {
-	data []byte // memory as the data segments leave it, trailing zero pages cut
+	image *memoryImage // memory as the data segments leave it, charged
 	transform.Restorable
 }
 
 // derive returns the module to compile for image and, when its instances can
-// start from an image, what they start from. It is the one place a module
-// is rewritten for instantiation: a module that cannot start warm has its
-// data segments merged instead (coalesce.go).
+// start from an image, what they start from, its image charged to the
+// budget. It is the one place a module is rewritten for instantiation: a
+// module that cannot start warm has its data segments merged instead
+// (coalesce.go), and so does one whose segments make an image over
+// maxImageHeld or past what the budget can take.
 func (r *Runtime) derive(image []byte) ([]byte, *warmStart) {
 	if r.plainOnly {
 		return coalesceData(image), nil
 	}
 	data, ok := dataImage(image)
-	if !ok {
+	if !ok || nonZeroPages(data, maxImageHeld) > maxImageHeld {
 		return coalesceData(image), nil
 	}
 	rs, err := transform.Snapshot(image)
 	if err != nil {
 		return coalesceData(image), nil
 	}
+	img, err := r.newMemoryImage(data, true)
+	if err != nil {
+		return coalesceData(image), nil
+	}
 	module := rs.Module
 	rs.Module = nil
-	return module, &warmStart{data: data, Restorable: rs}
+	return module, &warmStart{image: img, Restorable: rs}
 }
 
 // dataImage returns memory as a module's active data segments leave it,
@@ -91,7 +124,7 @@ func dataImage(module []byte) (_ []byte, ok bool) {
 			end = max(end, top)
 		}
 	}
-	mem := make([]byte, end)
+	mem := make([]byte, (end+PageSize-1)/PageSize*PageSize)
 	for i := range md.segments {
 		// In order: a later segment overwrites an earlier one, as
 		// instantiation would.
@@ -99,131 +132,176 @@ func dataImage(module []byte) (_ []byte, ok bool) {
 			copy(mem[s.off:], module[s.init:s.end])
 		}
 	}
-	return trimImage(mem), true
+	return mem[:imageLength(mem)], true
 }
 
-// trimImage cuts b's trailing zero pages and rounds it up to whole pages.
-func trimImage(b []byte) []byte {
+// imageLength is the length of b without its trailing zero pages, rounded up
+// to whole pages; b's length is whole pages, or b is zeros after it.
+func imageLength(b []byte) int {
 	end := len(b)
 	for end > 0 && b[end-1] == 0 {
 		end--
 	}
-	end = (end + PageSize - 1) / PageSize * PageSize
-	if end <= len(b) {
-		return b[:end]
-	}
-	return append(b, make([]byte, end-len(b))...)
+	return (end + PageSize - 1) / PageSize * PageSize
 }
 
 // memoryImage is what an instance's memory starts as.
 type memoryImage struct {
 	data []byte // read-only: a view of the file fd, or a Go slice without one
 	fd   int    // -1 without a file
+	// held is what the image holds of the host's memory, taken from the
+	// runtime's budget until it is closed.
+	held   uint64
+	budget *memoryBudget
 }
 
 // newMemoryImage puts b (whole pages) where instances can map it: a memory
-// file where the system has them, b itself otherwise.
-func newMemoryImage(b []byte) *memoryImage {
+// file where the system has them, else b itself when owned, a copy
+// otherwise. What it holds is taken from the budget; an error when that, or
+// maxImageHeld, cannot take it.
+func (r *Runtime) newMemoryImage(b []byte, owned bool) (*memoryImage, error) {
+	img := &memoryImage{fd: -1, budget: &r.budget}
 	if len(b) >= mapImageFrom {
 		if fd, view, ok := imageFile(b); ok {
-			return &memoryImage{data: view, fd: fd}
+			img.data, img.fd = view, fd
+			img.held = uint64(nonZeroPages(b, maxImageHeld))
 		}
 	}
-	return &memoryImage{data: b, fd: -1}
+	if img.fd < 0 {
+		img.held = uint64(len(b))
+		if img.held <= maxImageHeld {
+			img.data = b
+			if !owned {
+				img.data = append([]byte(nil), b...)
+			}
+		}
+	}
+	err := func() error {
+		if img.held > maxImageHeld {
+			return fmt.Errorf("the image would hold more than %d MiB, the most an image may", maxImageHeld>>20)
+		}
+		if !r.budget.take(img.held) {
+			return fmt.Errorf("the limit on all instances' memory together (%d KiB) cannot also take the image's %d KiB",
+				r.limits.TotalMemory>>10, img.held>>10)
+		}
+		return nil
+	}()
+	if err != nil {
+		img.held = 0
+		img.close()
+		return nil, err
+	}
+	return img, nil
 }
 
 func (m *memoryImage) close() {
-	if m != nil && m.fd >= 0 {
-		closeImageFile(m.fd, m.data)
-		m.fd, m.data = -1, nil
+	if m == nil {
+		return
 	}
+	if m.fd >= 0 {
+		closeImageFile(m.fd, m.data)
+	}
+	m.budget.give(m.held)
+	m.fd, m.data, m.held = -1, nil, 0
 }
 
 // warm gives p's instances their image: the snapshot after _initialize
-// when it can be taken (see above), else the data segments'.
+// when it can be taken (see above), else the data segments'. When p has an
+// _initialize that its calls run, p.SnapshotRefused says why, unless the
+// deployment asked for it.
 func (r *Runtime) warm(ctx context.Context, p *Program, w *warmStart) {
-	p.image = newMemoryImage(w.data)
+	p.image = w.image
 	p.globals = w.Globals
-	why := ""
-	switch {
-	case !p.Manifest.Initialize:
+	if !p.Manifest.Initialize || p.hostEnv || p.Grants.InitEachCall {
 		return
-	case w.Start:
-		why = "the module has a start function"
-	case w.Blocker != "":
-		why = w.Blocker
-	case p.hostEnv:
-		why = "the deployment reads an environment variable at each call"
-	case p.Grants.InitEachCall:
-		why = "the deployment asks for it"
 	}
-	if why == "" {
-		err := r.snapshot(ctx, p, w.Globals)
-		if err == nil {
-			return
+	switch {
+	case w.Start:
+		p.SnapshotRefused = "the module has a start function, which runs before the host could restore a snapshot"
+	case w.Blocker != "":
+		p.SnapshotRefused = w.Blocker
+	default:
+		p.SnapshotRefused = r.snapshot(ctx, p, w.Globals)
+		if p.SnapshotRefused != "" {
+			r.logHost(ctx, p, fmt.Sprintf("berm: %s; it runs at each call instead", p.SnapshotRefused))
 		}
-		r.logHost(ctx, p, fmt.Sprintf("berm: _initialize at deploy: %v; it runs at each call instead", err))
 	}
 }
 
 // snapshot runs _initialize in an instance of p under its deployment's
-// configuration and deadline, then makes what it left p's image: memory
-// and the values of globals. On success calls skip _initialize.
-func (r *Runtime) snapshot(ctx context.Context, p *Program, globals []transform.Global) error {
-	ctx, cancel := context.WithTimeout(ctx, r.limits.Deadline)
+// configuration and a deadline (snapshotDeadline), then makes what it left
+// p's image: memory and the values of globals. On success calls skip
+// _initialize; otherwise it returns why not.
+func (r *Runtime) snapshot(ctx context.Context, p *Program, globals []transform.Global) string {
+	deadline := min(r.limits.Deadline, snapshotDeadline)
+	ctx, cancel := context.WithTimeout(ctx, deadline)
 	defer cancel()
 	c := &Call{rt: r, program: p, tool: "_initialize"}
 	c.ownLogs = logBudget{lines: r.limits.MaxLogLines, bytes: r.limits.MaxLogBytes}
 	c.logs = &c.ownLogs
 	defer r.logDropped(ctx, c)
 	if !r.budget.take(p.minMemory) {
-		return fmt.Errorf("%w: memory: the limit on all instances together is reached", ErrHost)
+		return "_initialize could not run at deploy: memory: the limit on all instances together is reached"
 	}
 	var (
-		image  []byte
+		image  *memoryImage
 		size   uint64
 		values []uint64
+		why    string
 	)
 	ctx = context.WithValue(ctx, callKey{}, c)
 	inst, err := r.newInstance(ctx, c, p.minMemory)
 	if err == nil {
-		err = func() error {
+		why = func() string {
 			mod := inst.mod
 			mem := mod.Memory()
 			b, ok := mem.Read(0, mem.Size())
 			if !ok {
-				return errors.New("memory: cannot be read whole")
+				return "_initialize at deploy: memory cannot be read whole"
 			}
 			// Pages past the image are zeros in the instances too, grown to
-			// the same size.
-			image = trimImage(append([]byte(nil), b...))
+			// the same size. Measured before anything is copied: what an
+			// image over the bound would cost is not spent.
+			b = b[:imageLength(b)]
+			if n := nonZeroPages(b, maxImageHeld); n > maxImageHeld {
+				return fmt.Sprintf("_initialize left more than %d MiB of memory at deploy, the most a snapshot may hold",
+					maxImageHeld>>20)
+			}
 			size = uint64(mem.Size())
 			values = make([]uint64, len(globals))
 			for i, g := range globals {
 				eg := mod.ExportedGlobal(g.Name)
 				if eg == nil {
-					return fmt.Errorf("global %s: not exported", g.Name)
+					return fmt.Sprintf("_initialize at deploy: global %s: not exported", g.Name)
 				}
 				values[i] = eg.Get()
 			}
-			return nil
+			img, err := r.newMemoryImage(b, false)
+			if err != nil {
+				return fmt.Sprintf("the snapshot of _initialize at deploy: %v", err)
+			}
+			image = img
+			return ""
 		}()
 		inst.unbind(c)
 		inst.close()
 	}
-	if err != nil {
-		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-			return fmt.Errorf("%w: it ran past %s", ErrDeadline, r.limits.Deadline)
-		}
-		return fmt.Errorf("%w: %w", ErrTrap, &trimmed{firstLine(err), err})
+	switch {
+	case err == nil && why != "":
+		return why
+	case err == nil:
+	case errors.Is(ctx.Err(), context.DeadlineExceeded):
+		return fmt.Sprintf("_initialize did not finish within %s at deploy", deadline)
+	default:
+		return fmt.Sprintf("_initialize at deploy: %v", firstLine(err))
 	}
 	p.image.close()
-	p.image = newMemoryImage(image)
+	p.image = image
 	p.memBytes = size
 	p.minMemory = max(p.minMemory, size)
 	p.globals, p.values = globals, values
 	p.snapshotted = true
-	return nil
+	return ""
 }
 
 // restore makes a new instance of p what the snapshot was: its memory's
@@ -247,3 +325,19 @@ func (r *Runtime) logHost(ctx context.Context, p *Program, line string) {
 		r.log(ctx, p.Name, "_initialize", []byte(line))
 	}
 }
+
+// nonZeroPages returns the bytes of b's pages that are not all zeros, or,
+// once they pass limit, a number past it. The pages are a memory file's
+// (memory_linux.go), where the others are holes.
+func nonZeroPages(b []byte, limit int) int {
+	n := 0
+	for at := 0; at < len(b) && n <= limit; at += len(zeroPage) {
+		p := b[at:min(at+len(zeroPage), len(b))]
+		if !bytes.Equal(p, zeroPage[:len(p)]) {
+			n += len(p)
+		}
+	}
+	return n
+}
+
+var zeroPage [4 << 10]byte

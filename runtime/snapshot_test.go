@@ -36,12 +36,15 @@ func startModes() []startMode {
 
 // startRuntime is a runtime with WASI and the host's syscalls, on the plain
 // path when plain (whatever BERM_FAST says).
-func startRuntime(t testing.TB, plain bool, log func(ctx context.Context, program, tool string, line []byte)) *runtime.Runtime {
+func startRuntime(t testing.TB, plain bool, log func(ctx context.Context, program, tool string, line []byte), limits ...runtime.Limits) *runtime.Runtime {
 	t.Helper()
 	opts := &runtime.Options{
 		Imports:      []runtime.HostModule{host.WASI()},
 		ModuleConfig: host.ModuleConfig(),
 		Log:          log,
+	}
+	if len(limits) > 0 {
+		opts.Limits = limits[0]
 	}
 	if !plain {
 		return newRuntimeDepth(t, runtime.DefaultCallDepth, host.Syscalls(memoryKV{}), opts)
@@ -285,5 +288,128 @@ func TestSnapshotSegmentIndices(t *testing.T) {
 				check(t, out, err, want{result: "passive"})
 			}
 		})
+	}
+}
+
+// deployGrants deploys a fixture of testdata/ as m asks, with g.
+func deployGrants(t *testing.T, rt *runtime.Runtime, m startMode, name, file string, g *sandbox.Grants) *runtime.Program {
+	t.Helper()
+	if m.each {
+		if g == nil {
+			g = &sandbox.Grants{}
+		}
+		g.InitEachCall = true
+	}
+	p, err := rt.Deploy(context.Background(), name, localImage(t, file), g)
+	if err != nil {
+		t.Fatalf("deploy %s: %v", file, err)
+	}
+	return p
+}
+
+// wantRefused checks that p's snapshot was refused for a reason containing
+// why, on the default path, and that p says nothing of it otherwise.
+func wantRefused(t *testing.T, p *runtime.Program, m startMode, why string) {
+	t.Helper()
+	if m.each || m.plain || plainEnv {
+		if p.SnapshotRefused != "" {
+			t.Errorf("SnapshotRefused %q, want empty where no snapshot is asked for", p.SnapshotRefused)
+		}
+		return
+	}
+	if !strings.Contains(p.SnapshotRefused, why) {
+		t.Errorf("SnapshotRefused %q, want it to say %q", p.SnapshotRefused, why)
+	}
+}
+
+// An _initialize that takes longer than a snapshot may run at deploy (here
+// 2 s by the clock, against the 1 s bound, under a call deadline of 30 s)
+// is stopped there and runs at each call instead, which answers as with
+// the opt-out. Before the bound, the snapshot waited for it (a spinning one
+// held Prepare for the whole call deadline).
+func TestSnapshotSlowInit(t *testing.T) {
+	for _, m := range startModes() {
+		t.Run(m.name, func(t *testing.T) {
+			rt := startRuntime(t, m.plain, nil)
+			p := deployGrants(t, rt, m, "slow", "init_slow.wasm", nil)
+			wantRefused(t, p, m, "_initialize did not finish within 1s at deploy")
+			out, err := rt.Call(context.Background(), "slow", "t", []byte(`{}`))
+			check(t, out, err, want{result: "ready"})
+		})
+	}
+}
+
+// An _initialize that leaves more memory than a snapshot may hold (20 MiB
+// filled, against 16 MiB) runs at each call instead: the program holds no
+// image of it, and its calls see what _initialize filled.
+func TestSnapshotTooBig(t *testing.T) {
+	for _, m := range startModes() {
+		t.Run(m.name, func(t *testing.T) {
+			rt := startRuntime(t, m.plain, nil)
+			p := deployGrants(t, rt, m, "fat", "init_fat.wasm", nil)
+			wantRefused(t, p, m, "_initialize left more than 16 MiB of memory at deploy")
+			if held, _ := runtime.ImageBytes(p); held > 64<<10 {
+				t.Errorf("the program's image holds %d bytes, want only its data segments'", held)
+			}
+			for range 2 {
+				out, err := rt.Call(context.Background(), "fat", "t", []byte(`{}`))
+				check(t, out, err, want{result: "filled"})
+			}
+		})
+	}
+}
+
+// Under Limits.TotalMemory a program's image is charged for as long as the
+// program lives, and a snapshot the budget cannot also take is not made: a
+// snapshot of 1 MiB under a total of 1.5 MiB (an instance of 17 pages, 1.06
+// MiB, fits; it and the image do not).
+func TestSnapshotBudget(t *testing.T) {
+	for _, m := range startModes() {
+		t.Run(m.name, func(t *testing.T) {
+			const total = 3 << 19
+			rt := startRuntime(t, m.plain, nil, runtime.Limits{TotalMemory: total})
+			p := deployGrants(t, rt, m, "fill", "init_fill.wasm", nil)
+			wantRefused(t, p, m, "the limit on all instances' memory together (1536 KiB) cannot also take the image's")
+			for range 2 {
+				out, err := rt.Call(context.Background(), "fill", "t", []byte(`{}`))
+				check(t, out, err, want{result: "filled"})
+			}
+
+			// One that fits is charged until the program is gone.
+			small := startRuntime(t, m.plain, nil, runtime.Limits{TotalMemory: 64 << 20})
+			p = deployGrants(t, small, m, "fill", "init_fill.wasm", nil)
+			held, _ := runtime.ImageBytes(p)
+			if !m.each && !m.plain && !plainEnv && (p.SnapshotRefused != "" || held < 1<<20) {
+				t.Errorf("under 64 MiB: snapshot refused %q, image of %d bytes; want a snapshot of 1 MiB", p.SnapshotRefused, held)
+			}
+			if used := runtime.Budget(small); used != held {
+				t.Errorf("budget used %d after deploy, want the image's %d", used, held)
+			}
+			out, err := small.Call(context.Background(), "fill", "t", []byte(`{}`))
+			check(t, out, err, want{result: "filled"})
+			if used := runtime.Budget(small); used != held {
+				t.Errorf("budget used %d after a call, want the image's %d", used, held)
+			}
+			small.Remove("fill")
+			if used := runtime.Budget(small); used != 0 {
+				t.Errorf("budget used %d once the program is removed, want 0", used)
+			}
+		})
+	}
+}
+
+// A module whose data segments would make an image holding more than an
+// image may (4,352 bytes, one every 4 KiB, 17 MiB of pages) starts without
+// one: its segments are applied by instantiation, the instance's memory
+// counted as any other.
+func TestSnapshotDataImageTooBig(t *testing.T) {
+	rt := startRuntime(t, false, nil)
+	p := deployGrants(t, rt, startMode{}, "sparse", "data_sparse.wasm", nil)
+	if held, n := runtime.ImageBytes(p); held != 0 || n != 0 {
+		t.Errorf("the program's image holds %d bytes of %d, want no image", held, n)
+	}
+	for range 2 {
+		out, err := rt.Call(context.Background(), "sparse", "t", []byte(`{}`))
+		check(t, out, err, want{result: "xx"})
 	}
 }

@@ -1,0 +1,40 @@
+package commands_test
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// A program whose _initialize cannot be snapshotted at deploy still
+// deploys, and berm deploy warns that its _initialize runs at every call
+// and why (here: it fills 20 MiB, more than a snapshot may hold), in text
+// and in --json; with --init-each-call, which asks for that, it says
+// nothing. Its calls answer either way.
+func TestDeployWarnsInitEachCall(t *testing.T) {
+	if os.Getenv("BERM_PLAIN") == "1" {
+		t.Skip("BERM_PLAIN=1 takes no snapshot")
+	}
+	root := t.TempDir()
+	fat := filepath.Join("..", "runtime", "testdata", "init_fat.wasm")
+	want := "berm: warning: fat: _initialize left more than 16 MiB of memory at deploy, the most a snapshot may hold; _initialize runs at every call instead"
+	out := berm(t, root, "deploy", "fat", fat)
+	if !strings.Contains(out, want) {
+		t.Errorf("deploy output:\n%s\nwant the line %q", out, want)
+	}
+	if got := runTool(t, root, "fat", "t", `{}`); got != (outcome{result: "filled"}) {
+		t.Errorf("berm run fat t = %+v, want filled", got)
+	}
+	out = berm(t, root, "deploy", "--json", "fat", fat)
+	if !strings.Contains(out, want) || !strings.Contains(out, `"warnings": [`) {
+		t.Errorf("deploy --json output:\n%s\nwant the warning on stderr and in the JSON", out)
+	}
+	out = berm(t, root, "deploy", "--init-each-call", "fat", fat)
+	if strings.Contains(out, "warning") {
+		t.Errorf("deploy --init-each-call warned:\n%s", out)
+	}
+	if got := runTool(t, root, "fat", "t", `{}`); got != (outcome{result: "filled"}) {
+		t.Errorf("berm run fat t with --init-each-call = %+v, want filled", got)
+	}
+}
