@@ -103,6 +103,7 @@ type linearMemory struct {
 	region  *region
 	buf     []byte
 	image   *memoryImage // laid over the first allocation
+	settled bool         // its pages past the image present and its own (settle)
 }
 
 // Reallocate implements experimental.LinearMemory. nil fails the grow, which
@@ -158,7 +159,8 @@ func (l *linearMemory) Reallocate(size uint64) []byte {
 // cannot. In a region, not only the bytes but which pages are present and
 // which are the instance's own are put back as a new instance has them,
 // whatever the call touched (resetPages): a mapped image all present and
-// the file's, a copied one copied again, nothing past the image.
+// the file's, a copied one copied again; past the image, nothing, or all
+// of it present, cleared in place, where settle made it so.
 func (l *linearMemory) reset(rt *Runtime, img *memoryImage) bool {
 	var data []byte
 	if img != nil {
@@ -178,15 +180,44 @@ func (l *linearMemory) reset(rt *Runtime, img *memoryImage) bool {
 	if !mapped {
 		copy(l.buf, data)
 	}
-	if rt.regions.resetPages(l.buf, int(n), mapped) {
+	end := size // of what resetPages puts back
+	if l.settled {
+		clear(l.buf[n:])
+		end = n
+	}
+	if (!mapped && end == n) || rt.regions.resetPages(l.buf[:end], int(n), mapped) {
 		return true
 	}
 	// Without the page map: the whole image mapped again, fresh pages past it.
 	if mapped && !mapImage(l.region.mem[:n], img.fd) {
 		return false
 	}
-	return n == size || freshPages(l.buf[n:])
+	return end == n || freshPages(l.buf[n:end])
 }
+
+// settle readies a pooled instance's memory, as new, for its resets: when
+// what is past the image is at most settleTail bytes, it is made present
+// and the instance's own, zeros written, and each reset clears it in place,
+// which costs less than the system calls that drop its pages and the faults
+// that bring them back (a Go program's stack and heap past its image, or
+// all of a small memory). A new instance is then as a reset one, every page
+// past the image present and written. A larger tail is left absent, and so
+// is it put back (resetPages): it would stay resident in idle instances.
+func (l *linearMemory) settle(img *memoryImage) {
+	n := 0
+	if img != nil {
+		n = len(img.data)
+	}
+	if l.region == nil || n > len(l.buf) || len(l.buf)-n > settleTail {
+		return
+	}
+	clear(l.buf[n:]) // zeros already, as the image ends: the pages are touched
+	l.settled = true
+}
+
+// settleTail is the most memory past its image a pooled instance keeps
+// present (settle).
+const settleTail = 256 << 10
 
 // Free implements experimental.LinearMemory: nothing, see callMemory.
 func (l *linearMemory) Free() {}

@@ -3,6 +3,7 @@
 package runtime
 
 import (
+	"sync"
 	"sync/atomic"
 	"unsafe"
 
@@ -126,6 +127,10 @@ func openPagemap() int {
 
 func closePagemap(fd int) { unix.Close(fd) }
 
+// mergeGap is the most pages in place between two runs that resetPages
+// puts back in one, with them.
+const mergeGap = 16
+
 // resetPages brings dst, an instance's memory, back to where a new
 // instance's starts, page for page, reading from the page map (fd) which
 // pages the call changed; the first n bytes are the image, mapped from its
@@ -156,20 +161,23 @@ func resetPages(fd int, dst []byte, n int, mapped bool) bool {
 	base := uintptr(unsafe.Pointer(unsafe.SliceData(dst)))
 	pages := len(dst) / page
 	imagePages := n / page
-	// run is the run of pages to put back not yet done: [from, to).
+	// The runs to drop, and of them those to map from the file again, are
+	// advised all at once at the end: two system calls, not two a run.
+	var dropsAt, fillsAt [64]unix.Iovec
+	drops, fills := dropsAt[:0], fillsAt[:0]
+	// run is the run of pages to put back not yet noted: [from, to).
 	from, to := 0, 0
 	flush := func() bool {
 		if from == to {
 			return true
 		}
-		b := dst[from*page : to*page]
+		v := unix.Iovec{Base: &dst[from*page]}
+		v.SetLen((to - from) * page)
+		drops = append(drops, v)
+		if mapped && from < imagePages {
+			fills = append(fills, v)
+		}
 		from, to = 0, 0
-		if !dropPages(b) {
-			return false
-		}
-		if mapped && uintptr(unsafe.Pointer(unsafe.SliceData(b))) < base+uintptr(n) {
-			return populate(b)
-		}
 		return true
 	}
 	for first, count := 0, 0; first < pages; first += count {
@@ -195,7 +203,9 @@ func resetPages(fd int, dst []byte, n int, mapped bool) bool {
 			if !stale {
 				continue
 			}
-			if at != to {
+			// A short gap of pages in place joins two runs: putting back a
+			// page already as it should be costs less than a system call.
+			if to == from || at-to > mergeGap {
 				if !flush() {
 					return false
 				}
@@ -207,5 +217,50 @@ func resetPages(fd int, dst []byte, n int, mapped bool) bool {
 			return false
 		}
 	}
-	return flush()
+	flush()
+	return advise(drops, unix.MADV_DONTNEED) && advise(fills, unix.MADV_POPULATE_READ)
 }
+
+// advise gives advice on the ranges runs in one system call where it can
+// (process_madvise on the process itself, Linux 6.13), one a range where
+// not.
+func advise(runs []unix.Iovec, advice int) bool {
+	if len(runs) == 0 {
+		return true
+	}
+	want := 0
+	for _, v := range runs {
+		want += int(v.Len)
+	}
+	if fd := selfPidfd(); fd >= 0 && len(runs) <= 1024 { // UIO_MAXIOV
+		got, _, errno := unix.Syscall6(unix.SYS_PROCESS_MADVISE, uintptr(fd),
+			uintptr(unsafe.Pointer(&runs[0])), uintptr(len(runs)), uintptr(advice), 0, 0)
+		if errno == 0 && int(got) == want {
+			return true
+		}
+	}
+	for _, v := range runs {
+		b := unsafe.Slice(v.Base, v.Len)
+		ok := false
+		switch advice {
+		case unix.MADV_POPULATE_READ:
+			ok = populate(b)
+		default:
+			ok = unix.Madvise(b, advice) == nil
+		}
+		if !ok {
+			return false
+		}
+	}
+	return true
+}
+
+// selfPidfd is a descriptor of the process itself, for process_madvise,
+// opened once; -1 where there is none.
+var selfPidfd = sync.OnceValue(func() int {
+	fd, err := unix.PidfdOpen(unix.Getpid(), 0)
+	if err != nil {
+		return -1
+	}
+	return fd
+})

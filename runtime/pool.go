@@ -32,10 +32,11 @@ import (
 //
 // An idle instance gives its memory back to Limits.TotalMemory, which counts
 // the instances of calls; what it still holds of its own is small: reset
-// drops every page past the image and every copy of an image's page a call
-// wrote (linearMemory.reset), so it holds a copied image (under
-// mapImageFrom) and nothing of a mapped one, whose pages are the memory
-// file's, shared; and there are at most maxIdle of them per program. Which
+// drops every copy of an image's page a call wrote and every page past the
+// image but for a tail of at most settleTail bytes (linearMemory.reset), so
+// it holds a copied image (under mapImageFrom), none of a mapped one, whose
+// pages are the memory file's, shared, and at most settleTail bytes past
+// it; and there are at most maxIdle of them per program. Which
 // pages are present and which its own is as in a new instance, whatever
 // earlier calls touched: no call can learn that by timing its accesses.
 
@@ -187,6 +188,7 @@ func (r *Runtime) newInstance(ctx context.Context, c *Call, charge uint64) (*ins
 // record notes what inst starts as, which reset puts back.
 func (inst *instance) record(p *Program) error {
 	inst.size = inst.mod.Memory().Size()
+	inst.mem.first.settle(p.image)
 	inst.globals = make([]api.MutableGlobal, len(p.globals))
 	inst.values = make([]uint64, len(p.globals))
 	for i, g := range p.globals {

@@ -178,3 +178,37 @@ func TestPoolIdleMemory(t *testing.T) {
 		t.Fatalf("six idle instances grew the process by %d MiB, over Limits.TotalMemory's %d MiB", grown>>20, total>>20)
 	}
 }
+
+// A small memory (echo's 64 KiB, no image) is present and the instance's
+// own throughout, new and after every reset, which clears it in place.
+func TestPoolResetPagesSmall(t *testing.T) {
+	if plainEnv {
+		t.Skip("the plain path pools no instances")
+	}
+	ctx := context.Background()
+	rt := poolRuntime(t, runtime.Options{})
+	p, err := rt.Deploy(ctx, "echo", fixture(t, "echo.wasm"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := runtime.AddIdle(ctx, rt, p); err != nil {
+		t.Fatal(err)
+	}
+	fresh, _ := idleStates(t, p)
+	if want := strings.Repeat("w", len(fresh)); fresh != want {
+		t.Errorf("a new instance's pages:%s", differ(want, fresh))
+	}
+	args := []byte(`{"message":"` + strings.Repeat("x", 20000) + `"}`)
+	for i := range 2 {
+		before, _ := runtime.Reused(p)
+		if out, err := rt.Call(ctx, "echo", "echo", args); err != nil || string(out.Result) != string(args) {
+			t.Fatalf("echo: %d bytes, %v", len(out.Result), err)
+		}
+		if after, _ := runtime.Reused(p); after != before+1 {
+			t.Fatal("the call did not run in the idle instance: the test is void")
+		}
+		if got, _ := idleStates(t, p); got != fresh {
+			t.Fatalf("after echo (%d), the instance's pages differ from a new one's:%s", i+1, differ(fresh, got))
+		}
+	}
+}
