@@ -48,15 +48,22 @@ type hostListener struct {
 }
 
 func (l *hostListener) Before(ctx context.Context, _ api.Module, _ api.FunctionDefinition, _ []uint64, _ experimental.StackIterator) {
-	if l.changes {
-		if c, _ := ctx.Value(callKey{}).(*Call); c != nil {
-			c.wasiChanged = true
-		}
-	}
 	l.r.checkRunning(ctx)
 }
 
-func (*hostListener) After(context.Context, api.Module, api.FunctionDefinition, []uint64) {}
+// After marks the call's instance changed when a watched function succeeded
+// (errno 0): one that failed changed nothing. Go's runtime, at init, asks
+// for non-blocking standard streams (fd_fdstat_set_flags on 0, 1 and 2),
+// which berm's streams refuse with ENOSYS; counting the attempt would cost
+// every Go program its snapshot and its pooled instances.
+func (l *hostListener) After(ctx context.Context, _ api.Module, _ api.FunctionDefinition, results []uint64) {
+	if !l.changes || len(results) > 0 && results[0] != 0 {
+		return
+	}
+	if c, _ := ctx.Value(callKey{}).(*Call); c != nil {
+		c.wasiChanged = true
+	}
+}
 
 func (*hostListener) Abort(context.Context, api.Module, api.FunctionDefinition, error) {}
 

@@ -253,6 +253,9 @@ func (r *Runtime) snapshot(ctx context.Context, p *Program, globals []transform.
 	inst, err := r.newInstance(ctx, c, p.minMemory)
 	if err == nil {
 		why = func() string {
+			if c.wasiChanged {
+				return "_initialize at deploy changed what its instance holds outside its memory (a WASI descriptor opened, closed, read or moved), which a snapshot cannot hold"
+			}
 			mod := inst.mod
 			mem := mod.Memory()
 			b, ok := mem.Read(0, mem.Size())

@@ -413,3 +413,24 @@ func TestSnapshotDataImageTooBig(t *testing.T) {
 		check(t, out, err, want{result: "xx"})
 	}
 }
+
+// A descriptor _initialize opened is not in a snapshot, which holds memory
+// and globals only: a program whose _initialize opens a file runs it at each
+// call instead, and reads the file on every path.
+func TestSnapshotInitOpens(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "f.txt"), []byte("opened at init"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range startModes() {
+		t.Run(m.name, func(t *testing.T) {
+			rt := startRuntime(t, m.plain, nil)
+			p := deployGrants(t, rt, m, "open", "init_open.wasm", &sandbox.Grants{Dirs: []sandbox.Dir{{Host: dir, Guest: "/d"}}})
+			wantRefused(t, p, m, "changed what its instance holds outside its memory")
+			for range 2 {
+				out, err := rt.Call(context.Background(), "open", "read", []byte(`{}`))
+				check(t, out, err, want{result: "opened at init"})
+			}
+		})
+	}
+}
