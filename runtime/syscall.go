@@ -80,9 +80,10 @@ type Call struct {
 	failed       bool
 	staged       []byte
 	syscall      string // the host syscall running, for RefuseHost
-	// wasiChanged is set when the call (or its _initialize) called a WASI
-	// function that changes what its instance holds outside its memory and
-	// globals (watchedWASI): the instance cannot be reset, only discarded.
+	// wasiChanged is set when a WASI function that changes what the
+	// instance holds outside its memory and globals (watchedWASI) succeeded
+	// in the call or its _initialize: the instance cannot be reset, only
+	// discarded, and such an _initialize cannot be snapshotted.
 	wasiChanged bool
 
 	logs *logBudget // the top-level call's, shared by nested calls
