@@ -104,13 +104,6 @@ func populate(b []byte) bool {
 // populated keeps populate's reads from being optimised away.
 var populated atomic.Uint32
 
-// dropPages drops b's pages: of an image's private mapping, the copies an
-// instance wrote, so that the file's pages show through again; of anonymous
-// memory, every page, absent until touched and then zero.
-func dropPages(b []byte) bool {
-	return len(b) == 0 || unix.Madvise(b, unix.MADV_DONTNEED) == nil
-}
-
 func closeImageFile(fd int, view []byte) {
 	unmap(view)
 	unix.Close(fd)
@@ -218,6 +211,8 @@ func resetPages(fd int, dst []byte, n int, mapped bool) bool {
 		}
 	}
 	flush()
+	// Dropped, a page of the image's mapping that the instance wrote is the
+	// file's again, and an anonymous one is absent until touched, then zero.
 	return advise(drops, unix.MADV_DONTNEED) && advise(fills, unix.MADV_POPULATE_READ)
 }
 
