@@ -1,7 +1,6 @@
 package runtime
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -45,13 +44,13 @@ const (
 	// deadline (30 s). A program that takes longer runs _initialize at each
 	// call instead, as it would with the opt-out.
 	snapshotDeadline = time.Second
-	// maxImageHeld bounds the bytes a program's memory image holds: its
-	// pages that are not all zeros (a memory file leaves the others out), or
-	// all of it where the image is a copy. The Go examples' snapshots hold
-	// 1.9 to 2.1 MB (a 3.4 to 3.8 MB image each), the C ones 4 to 8 KiB; 16
-	// MiB is 8 times the largest, room for a Go program several times their
-	// size, and keeps what a tiny image can make the host hold (one that
-	// fills 128 MiB in _initialize) to that. A program past it starts from
+	// maxImageHeld bounds the bytes a program's memory image holds: all of
+	// it, zero pages too, since every instance maps every page of it and a
+	// memory file's holes fill as they are read. The Go examples' snapshots
+	// are 3.4 to 3.8 MB, the C ones 4 to 8 KiB; 16 MiB is 4 times the
+	// largest, room for a Go program several times their size, and keeps
+	// what a tiny image can make the host hold (one that fills 128 MiB in
+	// _initialize, or a segment at its top) to that. A program past it starts from
 	// its data segments alone (and past it with those, from none), and its
 	// _initialize runs at each call, where its memory counts against
 	// Limits.TotalMemory like any instance's.
@@ -75,7 +74,7 @@ func (r *Runtime) derive(image []byte) ([]byte, *warmStart) {
 		return coalesceData(image), nil
 	}
 	data, ok := dataImage(image)
-	if !ok || nonZeroPages(data, maxImageHeld) > maxImageHeld {
+	if !ok || len(data) > maxImageHeld {
 		return coalesceData(image), nil
 	}
 	rs, err := transform.Snapshot(image)
@@ -164,11 +163,10 @@ func (r *Runtime) newMemoryImage(b []byte, owned bool) (*memoryImage, error) {
 	if len(b) >= mapImageFrom {
 		if fd, view, ok := imageFile(b); ok {
 			img.data, img.fd = view, fd
-			img.held = uint64(nonZeroPages(b, maxImageHeld))
 		}
 	}
+	img.held = uint64(len(b))
 	if img.fd < 0 {
-		img.held = uint64(len(b))
 		if img.held <= maxImageHeld {
 			img.data = b
 			if !owned {
@@ -266,7 +264,7 @@ func (r *Runtime) snapshot(ctx context.Context, p *Program, globals []transform.
 			// the same size. Measured before anything is copied: what an
 			// image over the bound would cost is not spent.
 			b = b[:imageLength(b)]
-			if n := nonZeroPages(b, maxImageHeld); n > maxImageHeld {
+			if len(b) > maxImageHeld {
 				return fmt.Sprintf("_initialize left more than %d MiB of memory at deploy, the most a snapshot may hold",
 					maxImageHeld>>20)
 			}
@@ -328,19 +326,3 @@ func (r *Runtime) logHost(ctx context.Context, p *Program, line string) {
 		r.log(ctx, p.Name, "_initialize", []byte(line))
 	}
 }
-
-// nonZeroPages returns the bytes of b's pages that are not all zeros, or,
-// once they pass limit, a number past it. The pages are a memory file's
-// (memory_linux.go), where the others are holes.
-func nonZeroPages(b []byte, limit int) int {
-	n := 0
-	for at := 0; at < len(b) && n <= limit; at += len(zeroPage) {
-		p := b[at:min(at+len(zeroPage), len(b))]
-		if !bytes.Equal(p, zeroPage[:len(p)]) {
-			n += len(p)
-		}
-	}
-	return n
-}
-
-var zeroPage [4 << 10]byte
