@@ -103,10 +103,11 @@ func deadline(module []byte) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	imports, funcs, globals, err := readImports(payload(wasmbin.SectionImport))
+	imp, err := readImports(payload(wasmbin.SectionImport))
 	if err != nil {
 		return nil, err
 	}
+	imports, funcs, globals := imp.section, imp.funcs, imp.globals
 	// The tick is the last function import; the functions the module
 	// defines come after it.
 	tick := funcs
@@ -278,43 +279,51 @@ func readTypes(payload []byte) (_ vector, params []uint32, tick uint32, weight i
 	return v, params, tick, weight, nil
 }
 
-// readImports returns the import section and the number of functions and
-// globals it imports, which come first in their index spaces.
-func readImports(payload []byte) (_ vector, funcs, globals uint32, _ error) {
-	var v vector
+// imports is what a module's import section holds that the rewrites need:
+// the section, to append to, and how many functions and globals it imports,
+// which come first in their index spaces.
+type imports struct {
+	section        vector
+	funcs, globals uint32
+	memory         bool // a memory is imported
+}
+
+func readImports(payload []byte) (imports, error) {
+	var imp imports
 	if payload == nil {
-		return v, 0, 0, nil
+		return imp, nil
 	}
 	r := wasmbin.NewReader(payload)
-	v.count = uint32(r.Count())
-	v.entries = append(v.entries, payload[r.Offset():]...)
-	for range v.count {
+	imp.section.count = uint32(r.Count())
+	imp.section.entries = append(imp.section.entries, payload[r.Offset():]...)
+	for range imp.section.count {
 		r.Name()
 		r.Name()
 		switch kind := r.Byte(); kind {
 		case 0x00: // function: a type
 			r.U32()
-			funcs++
+			imp.funcs++
 		case 0x01: // table: a reference type, limits
 			skipValueType(r)
 			skipLimits(r)
 		case 0x02: // memory
 			skipLimits(r)
+			imp.memory = true
 		case 0x03: // global: a value type, mutability
 			skipValueType(r)
 			r.Byte()
-			globals++
+			imp.globals++
 		case 0x04: // tag: an attribute, a type
 			r.Byte()
 			r.U32()
 		default:
-			return vector{}, 0, 0, fmt.Errorf("import of kind %d", kind)
+			return imports{}, fmt.Errorf("%w: import of kind %d", ErrUnsupported, kind)
 		}
 	}
 	if !r.Done() {
-		return vector{}, 0, 0, errors.New("import section")
+		return imports{}, fmt.Errorf("%w: import section", ErrUnsupported)
 	}
-	return v, funcs, globals, nil
+	return imp, nil
 }
 
 // readFunctions returns the type index of each function the module defines.

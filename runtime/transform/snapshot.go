@@ -84,11 +84,12 @@ func Snapshot(module []byte) (_ Restorable, err error) {
 		return nil
 	}
 
-	imported, importedMemory, err := snapshotImports(payload(wasmbin.SectionImport))
+	imp, err := readImports(payload(wasmbin.SectionImport))
 	if err != nil {
 		return Restorable{}, err
 	}
-	if importedMemory || !definesMemory(payload(wasmbin.SectionMemory)) {
+	imported := imp.globals
+	if imp.memory || !definesMemory(payload(wasmbin.SectionMemory)) {
 		return Restorable{}, fmt.Errorf("%w: the module does not define its memory", ErrUnsupported)
 	}
 	var out Restorable
@@ -286,43 +287,6 @@ func emptyData(payload []byte, counted bool) ([]byte, error) {
 		return nil, fmt.Errorf("%w: data section: bytes after the last segment", ErrUnsupported)
 	}
 	return kept.encode(), nil
-}
-
-// snapshotImports counts the globals a module imports, which come before the
-// ones it defines in the index space, and reports whether it imports a
-// memory.
-func snapshotImports(payload []byte) (globals uint32, memory bool, _ error) {
-	if payload == nil {
-		return 0, false, nil
-	}
-	r := wasmbin.NewReader(payload)
-	for range r.Count() {
-		r.Name()
-		r.Name()
-		switch kind := r.Byte(); kind {
-		case 0x00: // function: a type
-			r.U32()
-		case 0x01: // table: a reference type, limits
-			skipValueType(r)
-			skipLimits(r)
-		case 0x02: // memory
-			skipLimits(r)
-			memory = true
-		case 0x03: // global: a value type, mutability
-			skipValueType(r)
-			r.Byte()
-			globals++
-		case 0x04: // tag: an attribute, a type
-			r.Byte()
-			r.U32()
-		default:
-			return 0, false, fmt.Errorf("%w: import of kind %d", ErrUnsupported, kind)
-		}
-	}
-	if !r.Done() {
-		return 0, false, fmt.Errorf("%w: import section", ErrUnsupported)
-	}
-	return globals, memory, nil
 }
 
 func definesMemory(payload []byte) bool {
