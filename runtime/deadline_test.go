@@ -6,16 +6,10 @@ import (
 	"encoding/hex"
 	"errors"
 	"os"
-	"os/exec"
 	"path/filepath"
 	goruntime "runtime"
-	"strconv"
-	"strings"
 	"testing"
 	"time"
-
-	"github.com/tetratelabs/wazero"
-	"github.com/tetratelabs/wazero/api"
 
 	"github.com/berm-dev/berm/internal/wasmbin"
 	"github.com/berm-dev/berm/manifest"
@@ -128,94 +122,6 @@ func TestDeadlinePaths(t *testing.T) {
 					t.Error(err)
 				}
 			})
-		})
-	}
-}
-
-// BenchmarkKernel weighs what a deadline costs a compute kernel: SHA-256
-// over 16 MiB, in C, built natively by gcc and for wasm32 by clang. "bare"
-// is wazero with no deadline at all, the reference; "fast" and "plain" are
-// berm's two paths. Compare with benchstat, or read the ratios it reports.
-func BenchmarkKernel(b *testing.B) {
-	const mib = 16
-	args := []byte(`{"mib":` + strconv.Itoa(mib) + `}`)
-	want := kernelDigest(mib)
-	source := filepath.Join("testdata", "kernel", "kernel.c")
-	image, err := os.ReadFile(filepath.Join("testdata", "kernel", "kernel.wasm"))
-	if err != nil {
-		b.Fatal(err)
-	}
-	ctx := context.Background()
-
-	b.Run("native", func(b *testing.B) {
-		gcc, err := exec.LookPath("gcc")
-		if err != nil {
-			b.Skip("no gcc")
-		}
-		bin := filepath.Join(b.TempDir(), "kernel")
-		if out, err := exec.Command(gcc, "-O2", "-o", bin, source).CombinedOutput(); err != nil {
-			b.Fatalf("gcc: %v\n%s", err, out)
-		}
-		for b.Loop() {
-			out, err := exec.Command(bin, strconv.Itoa(mib)).Output()
-			if err != nil || strings.TrimSpace(string(out)) != want {
-				b.Fatalf("%q, %v", out, err)
-			}
-		}
-	})
-	b.Run("bare", func(b *testing.B) {
-		r := wazero.NewRuntime(ctx)
-		defer r.Close(ctx)
-		var result []byte
-		_, err := r.NewHostModuleBuilder("berm").NewFunctionBuilder().
-			WithGoModuleFunction(api.GoModuleFunc(func(ctx context.Context, m api.Module, stack []uint64) {
-				ptr, n := uint32(stack[1]), uint32(stack[2])
-				switch stack[0] {
-				case runtime.Number(runtime.SysArgsLen):
-					stack[0] = uint64(len(args))
-				case runtime.Number(runtime.SysArgsRead):
-					m.Memory().Write(ptr, args[:min(int(n), len(args))])
-					stack[0] = uint64(len(args))
-				case runtime.Number(runtime.SysResult):
-					b, _ := m.Memory().Read(ptr, n)
-					result = append(result[:0], b...)
-					stack[0] = 0
-				}
-			}), []api.ValueType{api.ValueTypeI64, api.ValueTypeI32, api.ValueTypeI32}, []api.ValueType{api.ValueTypeI64}).
-			Export("syscall").Instantiate(ctx)
-		if err != nil {
-			b.Fatal(err)
-		}
-		compiled, err := r.CompileModule(ctx, image)
-		if err != nil {
-			b.Fatal(err)
-		}
-		for b.Loop() {
-			m, err := r.InstantiateModule(ctx, compiled, wazero.NewModuleConfig().WithName(""))
-			if err != nil {
-				b.Fatal(err)
-			}
-			if _, err := m.ExportedFunction("berm_tool_sha256").Call(ctx); err != nil {
-				b.Fatal(err)
-			}
-			m.Close(ctx)
-			if string(result) != want {
-				b.Fatalf("%q", result)
-			}
-		}
-	})
-	for _, path := range paths {
-		b.Run(path.name, func(b *testing.B) {
-			rt := newRuntime(b, &runtime.Options{Plain: path.plain})
-			if _, err := rt.Deploy(ctx, "kernel", image, nil); err != nil {
-				b.Fatal(err)
-			}
-			for b.Loop() {
-				out, err := rt.Call(ctx, "kernel", "sha256", args)
-				if err != nil || string(out.Result) != want {
-					b.Fatalf("%q, %v", out.Result, err)
-				}
-			}
 		})
 	}
 }
