@@ -42,3 +42,19 @@ func IdleMemory(p *Program) (mems [][]byte, image int) {
 	}
 	return mems, image
 }
+
+// KeptPrefix is how much of a region's start is kept present between the
+// instances that have it.
+const KeptPrefix = keptPrefix
+
+// FreeRegions returns each region rt keeps for reuse, whole, and how far
+// from its start each is accessible.
+func FreeRegions(rt *Runtime) (mems [][]byte, accessible []uint64) {
+	rt.regions.mu.Lock()
+	defer rt.regions.mu.Unlock()
+	for _, r := range rt.regions.free {
+		mems = append(mems, r.mem)
+		accessible = append(accessible, r.rw)
+	}
+	return mems, accessible
+}

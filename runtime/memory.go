@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"os"
 	"sync"
 	"sync/atomic"
 
@@ -159,8 +160,9 @@ func (l *linearMemory) Reallocate(size uint64) []byte {
 // cannot. In a region, not only the bytes but which pages are present and
 // which are the instance's own are put back as a new instance has them,
 // whatever the call touched (resetPages): a mapped image all present and
-// the file's, a copied one copied again; past the image, nothing, or all
-// of it present, cleared in place, where settle made it so.
+// the file's, a copied one copied again; past the image, the region's kept
+// prefix (keptPrefix) present and cleared in place, and past that nothing,
+// or all of it present, cleared in place, where settle made it so.
 func (l *linearMemory) reset(rt *Runtime, img *memoryImage) bool {
 	var data []byte
 	if img != nil {
@@ -176,20 +178,30 @@ func (l *linearMemory) reset(rt *Runtime, img *memoryImage) bool {
 		clear(l.buf[n:])
 		return true
 	}
-	mapped := l.region.mapped
-	if !mapped {
+	// keep is where the pages cleared in place end: past it, resetPages
+	// drops every page the call touched. A mapped image covers the whole
+	// kept prefix (mapImageFrom), so keep is then n, or size when settled.
+	keep := max(n, min(keptPrefix, size))
+	if l.settled {
+		keep = size
+	}
+	clear(l.buf[n:keep])
+	if !l.region.mapped {
 		copy(l.buf, data)
+		if keep == size || rt.regions.resetPages(l.buf[keep:], 0, false) {
+			return true
+		}
+		return freshPages(l.buf[keep:]) // without the page map
 	}
 	end := size // of what resetPages puts back
 	if l.settled {
-		clear(l.buf[n:])
 		end = n
 	}
-	if (!mapped && end == n) || rt.regions.resetPages(l.buf[:end], int(n), mapped) {
+	if rt.regions.resetPages(l.buf[:end], int(n), true) {
 		return true
 	}
 	// Without the page map: the whole image mapped again, fresh pages past it.
-	if mapped && !mapImage(l.region.mem[:n], img.fd) {
+	if !mapImage(l.region.mem[:n], img.fd) {
 		return false
 	}
 	return end == n || freshPages(l.buf[n:end])
@@ -225,7 +237,14 @@ func (l *linearMemory) Free() {}
 func (l *linearMemory) release(rt *Runtime) {
 	rt.budget.give(l.charged)
 	if l.region != nil {
-		rt.regions.put(l.region)
+		// What the instance could have written: its memory, and a copied
+		// image, which an instantiation that failed before the instance
+		// was grown to it leaves past its length.
+		used := uint64(len(l.buf))
+		if l.image != nil && !l.region.mapped {
+			used = max(used, uint64(len(l.image.data)))
+		}
+		rt.regions.put(l.region, used)
 	}
 	*l = linearMemory{}
 }
@@ -240,10 +259,12 @@ const (
 )
 
 // regionPool reserves regions of one size, the memory limit, and keeps a few
-// released ones. A region comes back with no page present, as a new one: a
-// page cleared in place would stay resident, outside Limits.TotalMemory, and
-// tell the next instance, by the time a read of it takes, that an earlier
-// one touched it.
+// released ones. Every region it hands out is in the one state a new one is
+// made in (region.prime), whatever instances had it before: its kept prefix
+// present, the process's own and zero, and nothing past it present or
+// accessible. Otherwise the next instance could tell, by the time a read or
+// a grow takes, which pages an earlier one touched; and a page cleared in
+// place past the prefix would stay resident, outside Limits.TotalMemory.
 type regionPool struct {
 	size   uint64
 	mu     sync.Mutex
@@ -310,15 +331,20 @@ func (p *regionPool) get() *region {
 		return r
 	}
 	p.mu.Unlock()
-	return reserveRegion(p.size)
+	r := reserveRegion(p.size)
+	if r != nil && !r.prime() {
+		r.free()
+		return nil
+	}
+	return r
 }
 
-// put takes back a region an instance had.
-func (p *regionPool) put(r *region) {
+// put takes back a region whose first used bytes an instance could write.
+func (p *regionPool) put(r *region, used uint64) {
 	p.mu.Lock()
 	full := p.closed || len(p.free) >= maxFreeRegions
 	p.mu.Unlock()
-	if full || !r.reset() {
+	if full || !r.reset(used) {
 		r.free()
 		return
 	}
@@ -403,22 +429,67 @@ func (r *region) start(img *memoryImage, size uint64) []byte {
 }
 
 // mapImageFrom is the size from which an image is mapped rather than copied.
-const mapImageFrom = 256 << 10
+// A mapped image covers the whole kept prefix, which linearMemory.reset
+// relies on.
+const mapImageFrom = keptPrefix
 
-// reset replaces what was committed with fresh, inaccessible pages, which
-// read as zeros once committed again.
-func (r *region) reset() bool {
-	if r.rw == 0 {
-		return true
+// keptPrefix is the most of a region's start kept present, accessible and
+// the process's own between the instances that have it (region.prime): all
+// of a small memory (echo's 64 KiB) and the start of any other, where a new
+// instance's data and stack are. A new instance then starts with no system
+// call and no fault there, and a released region is cleared in place, only
+// as far as its instance reached. Every region kept holds it, outside
+// Limits.TotalMemory: at most maxFreeRegions of them, 4 MiB.
+const keptPrefix = 256 << 10
+
+// prefix is the region's kept prefix: keptPrefix or, in a smaller region,
+// all of it.
+func (r *region) prefix() uint64 { return min(keptPrefix, uint64(len(r.mem))) }
+
+// prime brings a region just reserved to the state every region is handed
+// out in: its prefix accessible, present, its own and zero, the rest
+// inaccessible with no page present.
+func (r *region) prime() bool {
+	p := r.prefix()
+	return r.commit(p) != nil && populateOwn(r.mem[:p])
+}
+
+// reset brings a region back to the state prime made it in, its first used
+// bytes (at most) written by the instance that had it: they are cleared in
+// place as far as the prefix reaches, and everything past the prefix made
+// inaccessible again with fresh pages, none present. The prefix under a
+// mapped image is the file's: it is replaced with fresh pages of its own,
+// populated again. Which pages are present, whose, and how far the region is
+// accessible thus never depend on what the instance did.
+func (r *region) reset(used uint64) bool {
+	p := r.prefix()
+	if r.mapped {
+		if !freshPages(r.mem[:p]) || !populateOwn(r.mem[:p]) {
+			return false
+		}
+		r.mapped = false
+	} else {
+		clear(r.mem[:min(used, p)])
 	}
-	if !remap(r.mem[:r.rw]) {
-		return false
+	if r.rw > p {
+		if !remap(r.mem[p:r.rw]) {
+			return false
+		}
+		r.rw = p
 	}
-	r.rw, r.mapped = 0, false
 	return true
 }
 
 func (r *region) free() {
 	unmap(r.mem)
 	r.mem, r.rw = nil, 0
+}
+
+// touchPages writes a zero to each page of b, zeros already, which makes
+// them present and the process's own.
+func touchPages(b []byte) {
+	page := os.Getpagesize()
+	for at := 0; at < len(b); at += page {
+		b[at] = 0
+	}
 }

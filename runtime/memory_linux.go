@@ -101,6 +101,23 @@ func populate(b []byte) bool {
 	return true
 }
 
+// populateOwn makes b's pages, anonymous and writable, present and the
+// process's own, as a write to each makes them, in one system call where it
+// can (Linux 5.14); a read would map the shared zero page instead, which a
+// later write still faults to replace.
+func populateOwn(b []byte) bool {
+	if len(b) == 0 {
+		return true
+	}
+	if err := unix.Madvise(b, unix.MADV_POPULATE_WRITE); err == nil {
+		return true
+	} else if err != unix.EINVAL {
+		return false
+	}
+	touchPages(b)
+	return true
+}
+
 // populated keeps populate's reads from being optimised away.
 var populated atomic.Uint32
 

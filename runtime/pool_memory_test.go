@@ -109,7 +109,10 @@ func TestPoolResetPages(t *testing.T) {
 				if file == "pages.wasm" {
 					in = "r"
 				}
-				want := strings.Repeat(in, image) + strings.Repeat(".", len(fresh)-image)
+				// Past the image, the region's kept prefix is present and
+				// the instance's own; nothing is past that.
+				kept := max(image, runtime.KeptPrefix/os.Getpagesize())
+				want := strings.Repeat(in, image) + strings.Repeat("w", kept-image) + strings.Repeat(".", len(fresh)-kept)
 				if fresh != want {
 					t.Errorf("a new instance's pages:%s", differ(want, fresh))
 				}
@@ -211,4 +214,73 @@ func TestPoolResetPagesSmall(t *testing.T) {
 			t.Fatalf("after echo (%d), the instance's pages differ from a new one's:%s", i+1, differ(fresh, got))
 		}
 	}
+}
+
+// A region kept for reuse is handed to the next instance as a new one is,
+// whatever the instances that had it did: its first KeptPrefix bytes
+// present, the process's own, zero and accessible, and past them no page
+// present and nothing accessible. Otherwise a new instance could time its
+// reads, writes and grows to learn what earlier calls touched. The regions
+// come back from calls on the plain path, from instances discarded after a
+// grow, and from idle instances closed when their program is removed, a
+// mapped image's among them.
+func TestRegionReuse(t *testing.T) {
+	ctx := context.Background()
+	page := os.Getpagesize()
+	for _, c := range []struct{ file, tool string }{
+		{"pages_small.wasm", "none"},  // the data segments' pages at most
+		{"pages_small.wasm", "read"},  // a few pages read, in the prefix and past it
+		{"pages_small.wasm", "write"}, // a few pages written
+		{"pages_small.wasm", "fill"},  // all 64 MiB, the prefix with it
+		{"pages.wasm", "none"},        // a mapped image over the prefix
+		{"pages.wasm", "fill"},
+		{"grow.wasm", "grow"}, // grown a page at a time to 64 MiB
+		{"echo.wasm", "echo"}, // 64 KiB, less than the prefix
+	} {
+		t.Run(c.file+"/"+c.tool, func(t *testing.T) {
+			for _, plain := range []bool{false, true} {
+				rt := poolRuntime(t, runtime.Options{Plain: plain, Limits: runtime.Limits{Memory: 64 << 20}})
+				name := strings.ReplaceAll(strings.TrimSuffix(c.file, ".wasm"), "_", "-")
+				args := []byte(`{}`)
+				if name == "echo" {
+					if _, err := rt.Deploy(ctx, name, fixture(t, c.file), nil); err != nil {
+						t.Fatal(err)
+					}
+					args = []byte(`{"message":"` + strings.Repeat("x", 20000) + `"}`)
+				} else {
+					deployPoolFile(t, rt, name, c.file, nil)
+				}
+				if _, err := rt.Call(ctx, name, c.tool, args); err != nil {
+					t.Fatalf("%s.%s: %v", name, c.tool, err)
+				}
+				rt.Remove(name) // its idle instances give their regions back
+				mems, accessible := runtime.FreeRegions(rt)
+				if len(mems) == 0 {
+					t.Fatal("no region kept for reuse: the test is void")
+				}
+				for i, mem := range mems {
+					kept := min(runtime.KeptPrefix, len(mem))
+					want := strings.Repeat("w", kept/page) + strings.Repeat(".", (len(mem)-kept)/page)
+					if got := pageStates(t, mem); got != want {
+						t.Errorf("plain %v: region %d's pages differ from a new one's:%s", plain, i, differ(want, got))
+					}
+					if accessible[i] != uint64(kept) {
+						t.Errorf("plain %v: region %d accessible to %d bytes, want %d", plain, i, accessible[i], kept)
+					}
+					if !allZero(mem[:kept]) {
+						t.Errorf("plain %v: region %d's kept prefix is not zero", plain, i)
+					}
+				}
+			}
+		})
+	}
+}
+
+func allZero(b []byte) bool {
+	for _, c := range b {
+		if c != 0 {
+			return false
+		}
+	}
+	return true
 }
