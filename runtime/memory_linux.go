@@ -77,8 +77,17 @@ func allZero(b []byte) bool {
 func mapImage(dst []byte, fd int) bool {
 	_, err := unix.MmapPtr(fd, 0, unsafe.Pointer(unsafe.SliceData(dst)), uintptr(len(dst)),
 		unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_FIXED)
+	noHugePages(dst)
 	return err == nil && populate(dst)
 }
+
+// noHugePages keeps b in pages of 4 KiB. With transparent huge pages
+// "always" (the default of some distributions), one fault would make 2 MiB
+// present at once: which pages are present would then depend on what
+// earlier instances touched, which the resets make a new instance's page by
+// page (a later call could time it), and their drops of a few pages would
+// split huge ones.
+func noHugePages(b []byte) { _ = unix.Madvise(b, unix.MADV_NOHUGEPAGE) }
 
 // populate maps b's pages, a private mapping of a file, as the file's,
 // read-only: without copying them, as MAP_POPULATE would on a writable

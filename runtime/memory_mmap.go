@@ -16,7 +16,9 @@ func reserveRegion(size uint64) *region {
 	if err != nil {
 		return nil
 	}
-	return &region{mem: unsafe.Slice((*byte)(p), size)}
+	mem := unsafe.Slice((*byte)(p), size)
+	noHugePages(mem)
+	return &region{mem: mem}
 }
 
 func protect(b []byte) bool {
@@ -29,6 +31,7 @@ func protect(b []byte) bool {
 func remap(b []byte) bool {
 	_, err := unix.MmapPtr(-1, 0, unsafe.Pointer(unsafe.SliceData(b)), uintptr(len(b)),
 		unix.PROT_NONE, unix.MAP_PRIVATE|unix.MAP_ANON|unix.MAP_FIXED)
+	noHugePages(b) // a new mapping has the default again
 	return err == nil
 }
 
@@ -37,6 +40,7 @@ func remap(b []byte) bool {
 func freshPages(b []byte) bool {
 	_, err := unix.MmapPtr(-1, 0, unsafe.Pointer(unsafe.SliceData(b)), uintptr(len(b)),
 		unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANON|unix.MAP_FIXED)
+	noHugePages(b)
 	return err == nil
 }
 
