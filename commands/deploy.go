@@ -67,7 +67,8 @@ berm.toml, in the current directory:
 
 Before the digest, deploy prints what the program says it will reach for (its
 declared syscalls and calls, its WASI imports) beside what this deployment
-grants, and warns about a grant it cannot use.
+grants, then a start: line when _initialize runs at every call (below), and
+warns about a grant it cannot use.
 
 Initialization: a program that exports _initialize (a Go program, say) is
 initialized once, at deploy, and every call starts from a copy of the state
@@ -83,7 +84,7 @@ from berm's own environment (--allow-env NAME) does the same.
 		Flags: append(append([]cli.Flag{
 			&cli.StringFlag{Name: "example", Usage: "deploy the embedded example `NAME` (under that name unless NAME is given)"},
 			&cli.BoolFlag{Name: "json", Usage: `print {"name", "digest", "tools", "source"}`},
-			&cli.BoolFlag{Name: "init-each-call", Usage: "run the program's _initialize at the start of every call instead of once at deploy (see Initialization below)"},
+			&cli.BoolFlag{Name: "init-each-call", Usage: "run the program's _initialize at the start of every call instead of once at deploy (see Initialization, above)"},
 		}, registryFlags()...), append(serverFlags(), grantFlags()...)...),
 		Action: func(ctx context.Context, cmd *cli.Command) error {
 			if cmd.IsSet("example") && cmd.String("example") == "" {
@@ -137,6 +138,9 @@ func runDeploy(ctx context.Context, e *env, opts deployOptions, args []string) e
 		return writeJSON(e, info)
 	}
 	printReach(e.stderr, reachFor(info.Syscalls, info.Calls, info.Imports), info.Grants.Lines())
+	if initEachCall(info.Grants) {
+		fmt.Fprintf(e.stderr, "  start: %s\n", startLine)
+	}
 	for _, w := range info.Warnings {
 		fmt.Fprintf(e.stderr, "berm: warning: %s\n", printable(w))
 	}

@@ -38,3 +38,16 @@ func TestDeployWarnsInitEachCall(t *testing.T) {
 		t.Errorf("berm run fat t with --init-each-call = %+v, want filled", got)
 	}
 }
+
+// berm run prints the runtime's note on why _initialize was not
+// snapshotted as berm's own warning, not as a line of the program's log.
+func TestRunWarnsInitEachCall(t *testing.T) {
+	if os.Getenv("BERM_PLAIN") == "1" {
+		t.Skip("BERM_PLAIN=1 takes no snapshot")
+	}
+	fat := filepath.Join("..", "runtime", "testdata", "init_fat.wasm")
+	out := berm(t, t.TempDir(), "run", fat, "t", `{}`)
+	if !strings.Contains(out, "berm: warning: init-fat: _initialize left more than 16 MiB") || strings.Contains(out, "._initialize: berm:") {
+		t.Errorf("berm run output:\n%s\nwant the note as a berm: warning: line", out)
+	}
+}

@@ -119,10 +119,14 @@ func reachFor(syscalls, calls, imports []string) []string {
 	}
 	wasi := map[string]bool{}
 	others := map[string]bool{} // by name: Go's linker imports some twice
+	seen := map[string]bool{}
 	for _, imp := range imports {
 		module, name, _ := strings.Cut(imp, ".")
 		if module != "wasi_snapshot_preview1" {
-			out = append(out, "import "+imp)
+			if !seen[imp] {
+				out = append(out, "import "+imp)
+			}
+			seen[imp] = true
 			continue
 		}
 		if what, ok := wasiReach[name]; ok {
@@ -140,7 +144,7 @@ func reachFor(syscalls, calls, imports []string) []string {
 		}
 	}
 	if len(others) > 0 {
-		parts = append(parts, fmt.Sprintf("%d more functions", len(others)))
+		parts = append(parts, plural(len(others), "more function"))
 	}
 	if len(parts) > 0 {
 		out = append(out, "WASI "+strings.Join(parts, ", "))
@@ -183,6 +187,14 @@ func printReach(w io.Writer, reach, granted []string) {
 	}
 	tw.Flush()
 }
+
+// initEachCall reports whether a deployment runs _initialize at every call
+// (--init-each-call): a setting shown apart from its grants, which it is not.
+func initEachCall(g *sandbox.Grants) bool { return g != nil && g.InitEachCall }
+
+// startLine says when a deployment's _initialize runs, for berm deploy and
+// berm inspect; shown only when it is not the usual once at deploy.
+const startLine = "_initialize at every call (--init-each-call)"
 
 // imports lists a manifest's imports as module.name.
 func imports(m *manifest.Manifest) []string {

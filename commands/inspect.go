@@ -130,9 +130,12 @@ func printInspect(e *env, out service.Details) error {
 		} else {
 			fmt.Fprintf(w, "grants:\n%s\n", indent(strings.Join(lines, "\n"), "  "))
 		}
+		if initEachCall(out.Grants) {
+			fmt.Fprintf(w, "start:     %s\n", startLine)
+		}
 	}
 	if out.Imports != nil {
-		fmt.Fprintf(w, "memory:    at least %d pages of 64 KiB\n", out.MemoryPages)
+		fmt.Fprintf(w, "memory:    at least %s of 64 KiB\n", plural(int(out.MemoryPages), "page"))
 	}
 	if out.Usage != "" {
 		fmt.Fprintf(w, "\nusage:\n%s\n", indent(out.Usage, "  "))
@@ -152,12 +155,27 @@ func printInspect(e *env, out service.Details) error {
 	case len(out.Imports) == 0:
 		fmt.Fprintf(w, "  (none)\n")
 	}
+	// Go's linker may import one function twice (its runtime and package
+	// syscall each declare theirs): each is listed once, with the count.
+	var lines []string
+	count := map[string]int{}
 	for _, imp := range out.Imports {
+		var line string
 		if imp.Type != nil {
-			fmt.Fprintf(w, "  %s.%s %s\n", imp.Module, imp.Name, imp.Type)
+			line = fmt.Sprintf("  %s.%s %s", imp.Module, imp.Name, imp.Type)
 		} else {
-			fmt.Fprintf(w, "  %s.%s (%s)\n", imp.Module, imp.Name, imp.Kind)
+			line = fmt.Sprintf("  %s.%s (%s)", imp.Module, imp.Name, imp.Kind)
 		}
+		if count[line] == 0 {
+			lines = append(lines, line)
+		}
+		count[line]++
+	}
+	for _, line := range lines {
+		if n := count[line]; n > 1 {
+			line += fmt.Sprintf(" (imported %d times)", n)
+		}
+		fmt.Fprintln(w, line)
 	}
 	return nil
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -59,5 +60,68 @@ func TestPrintable(t *testing.T) {
 		if got := printable(in); got != want {
 			t.Errorf("printable(%q) = %q, want %q", in, got, want)
 		}
+	}
+}
+
+// TestInspectImportsOnce: Go's linker imports some WASI functions twice
+// (files.wasm: fd_write, fd_prestat_get, path_filestat_get); inspect lists
+// each once with its count, and says "1 page", not "1 pages".
+func TestInspectImportsOnce(t *testing.T) {
+	for _, tc := range []struct {
+		file      string
+		want      []string
+		wantCount map[string]int // lines that start so, and how many
+	}{
+		{
+			file: filepath.Join("..", "examples", "files", "files.wasm"),
+			want: []string{"  wasi_snapshot_preview1.fd_write [i32 i32 i32 i32] -> [i32] (imported 2 times)\n"},
+			wantCount: map[string]int{
+				"  wasi_snapshot_preview1.fd_write ":       1,
+				"  wasi_snapshot_preview1.fd_prestat_get ": 1,
+			},
+		},
+		{
+			file: filepath.Join("..", "testdata", "echo.wasm"),
+			want: []string{"memory:    at least 1 page of 64 KiB\n"},
+		},
+	} {
+		t.Run(filepath.Base(tc.file), func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			e := &env{stdin: strings.NewReader(""), stdout: &stdout, stderr: &stderr}
+			if err := runInspect(context.Background(), e, inspectOptions{root: t.TempDir()}, tc.file); err != nil {
+				t.Fatal(err)
+			}
+			out := stdout.String()
+			for _, want := range tc.want {
+				if !strings.Contains(out, want) {
+					t.Errorf("inspect lacks %q:\n%s", want, out)
+				}
+			}
+			for prefix, n := range tc.wantCount {
+				got := 0
+				for _, line := range strings.Split(out, "\n") {
+					if strings.HasPrefix(line, prefix) {
+						got++
+					}
+				}
+				if got != n {
+					t.Errorf("inspect lists %q %d times, want %d:\n%s", prefix, got, n, out)
+				}
+			}
+		})
+	}
+}
+
+// TestReachCounts: what deploy prints of a program's reach is in proper
+// English for one, and lists a non-WASI import once however often the
+// module imports it.
+func TestReachCounts(t *testing.T) {
+	got := reachFor(nil, nil, []string{"env.f", "env.f", "wasi_snapshot_preview1.clock_time_get", "wasi_snapshot_preview1.clock_time_get"})
+	want := []string{"import env.f", "WASI 1 more function"}
+	if !slices.Equal(got, want) {
+		t.Errorf("reachFor = %q, want %q", got, want)
+	}
+	if got := formatSize(1); got != "1 byte" {
+		t.Errorf("formatSize(1) = %q, want 1 byte", got)
 	}
 }

@@ -24,8 +24,10 @@ func newLsCommand(e *env) *cli.Command {
 		Usage: "list deployed programs",
 		Description: `Prints NAME, DIGEST (the first 12 hex digits of the image's sha256), TOOLS,
 GRANTS (what the deployment lets it reach: ro:/dir, rw:/dir, env:NAME,
-net:host, args:N, cwd:/dir; - for nothing) and SOURCE (the file, reference or
-example it was deployed from). --json has every grant in full.
+net:host, args:N, cwd:/dir; - for nothing), INIT (each-call when deployed
+with --init-each-call, its _initialize run at every call; - for the usual
+once at deploy) and SOURCE (the file, reference or example it was deployed
+from). --json has every grant in full.
 
    berm ls
    berm ls --json | jq -r '.[].name'
@@ -57,9 +59,13 @@ func runLs(ctx context.Context, e *env, opts lsOptions) error {
 		return writeJSON(e, list)
 	}
 	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "NAME\tDIGEST\tTOOLS\tGRANTS\tSOURCE")
+	fmt.Fprintln(tw, "NAME\tDIGEST\tTOOLS\tGRANTS\tINIT\tSOURCE")
 	for _, p := range list {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", printable(p.Name), shortDigest(p.Digest), strings.Join(p.Tools, ","), printable(p.Grants.Short()), printable(p.Source))
+		initRuns := "-"
+		if initEachCall(p.Grants) {
+			initRuns = "each-call"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", printable(p.Name), shortDigest(p.Digest), strings.Join(p.Tools, ","), printable(p.Grants.Short()), initRuns, printable(p.Source))
 	}
 	return tw.Flush()
 }

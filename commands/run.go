@@ -113,6 +113,10 @@ func runRun(ctx context.Context, e *env, opts runOptions, args []string) error {
 		if onTerminal {
 			text = printable(text)
 		}
+		if note, ok := hostNote(tool, text); ok {
+			fmt.Fprintf(e.stderr, "berm: warning: %s: %s\n", program, note)
+			return
+		}
 		fmt.Fprintf(e.stderr, "%s.%s: %s\n", program, tool, text)
 	}, logger: stderrLogger(e)}
 	if t.deployed == nil {
@@ -180,6 +184,17 @@ func missingTool(ctx context.Context, e *env, opts runOptions, arg string) error
 		}
 	}
 	return err
+}
+
+// hostNote tells the runtime's own notes about a program's _initialize
+// (why it was not snapshotted, runtime/snapshot.go's logHost), which come
+// through the program's log as tool "_initialize" and "berm: ", from the
+// program's lines, and returns the note without that prefix.
+func hostNote(tool, line string) (string, bool) {
+	if tool != "_initialize" {
+		return "", false
+	}
+	return strings.CutPrefix(line, "berm: ")
 }
 
 // stderrLogger logs the host's errors that a program is not shown, for the

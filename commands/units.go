@@ -58,5 +58,5 @@ func formatSize(n int64) string {
 	case n >= 1<<10:
 		return fmt.Sprintf("%.1f KiB (%d bytes)", float64(n)/(1<<10), n)
 	}
-	return fmt.Sprintf("%d bytes", n)
+	return plural(int(n), "byte")
 }

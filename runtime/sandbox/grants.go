@@ -69,7 +69,9 @@ type Env struct {
 // directory that is missing.
 var ErrGrant = errors.New("grant")
 
-// IsZero reports whether g grants nothing.
+// IsZero reports whether g holds nothing: no grant and no setting
+// (InitEachCall), so that there is nothing to record. Whether g grants
+// anything is whether Lines is empty.
 func (g *Grants) IsZero() bool {
 	return g == nil || (len(g.Dirs) == 0 && len(g.Env) == 0 && len(g.Hosts) == 0 && len(g.Args) == 0 && g.Cwd == "" && !g.InitEachCall)
 }
@@ -329,16 +331,14 @@ func (g *Grants) lines(hostPaths bool) []string {
 	if g.Cwd != "" {
 		out = append(out, "working directory "+g.Cwd)
 	}
-	if g.InitEachCall && hostPaths {
-		// Not the program's reach: a model need not know.
-		out = append(out, "_initialize at each call, not once at deploy")
-	}
+	// InitEachCall is no grant: callers that show it show it apart.
 	return out
 }
 
 // Short is the grants in one compact line for a table column: "-" for none.
+// InitEachCall is no grant and is not in it.
 func (g *Grants) Short() string {
-	if g.IsZero() {
+	if g == nil {
 		return "-"
 	}
 	var out []string
@@ -361,8 +361,8 @@ func (g *Grants) Short() string {
 	if g.Cwd != "" {
 		out = append(out, "cwd:"+g.Cwd)
 	}
-	if g.InitEachCall {
-		out = append(out, "init-each-call")
+	if len(out) == 0 {
+		return "-"
 	}
 	return strings.Join(out, ",")
 }

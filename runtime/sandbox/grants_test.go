@@ -184,6 +184,12 @@ func TestDescribe(t *testing.T) {
 	if got := (*sandbox.Grants)(nil).Short(); got != "-" {
 		t.Errorf("Short of nothing = %q, want -", got)
 	}
+	// InitEachCall is a setting, not a grant: it is recorded (not IsZero)
+	// but neither Lines nor Short show it as something granted.
+	each := &sandbox.Grants{InitEachCall: true}
+	if each.IsZero() || len(each.Lines()) != 0 || each.Short() != "-" {
+		t.Errorf("InitEachCall alone: IsZero %v, Lines %q, Short %q; want false, none, -", each.IsZero(), each.Lines(), each.Short())
+	}
 	if !g.Writable() || !g.Network() {
 		t.Errorf("Writable %v, Network %v: want both", g.Writable(), g.Network())
 	}
