@@ -7,8 +7,9 @@ import (
 	"testing"
 )
 
-// A program whose _initialize cannot be snapshotted at deploy still
-// deploys, and berm deploy warns that its _initialize runs at every call
+// A program whose _initialize cannot be snapshotted still deploys, and
+// berm deploy, which takes the snapshot to check, warns that its
+// _initialize runs at each call
 // and why (here: it fills 20 MiB, more than a snapshot may hold), in text
 // and in --json; with --init-each-call, which asks for that, it says
 // nothing. Its calls answer either way.
@@ -18,7 +19,7 @@ func TestDeployWarnsInitEachCall(t *testing.T) {
 	}
 	root := t.TempDir()
 	fat := filepath.Join("..", "runtime", "testdata", "init_fat.wasm")
-	want := "berm: warning: fat: _initialize left more than 16 MiB of memory at deploy, the most a snapshot may hold; _initialize runs at every call instead"
+	want := "berm: warning: fat: _initialize left more than 16 MiB of memory, the most a snapshot may hold; _initialize runs at each call instead"
 	out := berm(t, root, "deploy", "fat", fat)
 	if !strings.Contains(out, want) {
 		t.Errorf("deploy output:\n%s\nwant the line %q", out, want)

@@ -53,6 +53,10 @@ func (r *Runtime) call(ctx context.Context, program, tool string, args []byte, c
 	if err := t.Validate(args); err != nil {
 		return Outcome{}, fmt.Errorf("%s: %w", manifest.FullName(program, tool), err)
 	}
+	// The first call takes the snapshot, and those that arrive meanwhile
+	// wait for it. Not under this call's deadline or cancel: what one
+	// caller gives up on must not refuse the snapshot for every call after.
+	p.Warm(context.WithoutCancel(ctx))
 	c := &Call{rt: r, program: p, tool: tool, args: args}
 	if caller != nil {
 		c.depth, c.logs = caller.depth+1, caller.logs

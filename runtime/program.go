@@ -24,16 +24,6 @@ type Program struct {
 	Manifest *manifest.Manifest
 	// Grants are what the deployment lets it reach beyond the ABI.
 	Grants sandbox.Grants
-	// SnapshotRefused says why the program's _initialize runs at the start
-	// of each call rather than once at Prepare (snapshot.go): the module
-	// cannot be restored from a snapshot (a start function, a table
-	// written), or _initialize trapped, ran past its deadline at Prepare,
-	// left more memory than a snapshot may hold or changed what the
-	// instance holds outside its memory. Empty when the calls start from
-	// the snapshot, when there is no _initialize, on the plain path
-	// (Options.Plain), and when the deployment asked for it
-	// (Grants.InitEachCall, an environment variable read at each call).
-	SnapshotRefused string
 
 	compiled  wazero.CompiledModule
 	exports   []string // of the tools, in the manifest's order
@@ -48,6 +38,7 @@ type Program struct {
 	hostEnv bool        // an environment variable is read at each call
 	wasi    bool        // it imports WASI: its stdout and stderr are logged
 
+	rt *Runtime
 	wz *wazeroRuntime // the one that compiled it
 
 	// image is what every instance's memory starts as (snapshot.go), or
@@ -62,8 +53,16 @@ type Program struct {
 	memBytes    uint64
 	values      []uint64
 	// pool holds idle instances to reset rather than make anew, or is nil
-	// when an instance's state cannot all be put back (pool.go).
+	// when an instance's state cannot all be put back (pool.go) or before
+	// the snapshot its instances start from.
 	pool *instancePool
+
+	// pending is what Warm snapshots _initialize with, nil when there is
+	// nothing to snapshot; pooled is whether the snapshot gets a pool.
+	pending  *warmStart
+	pooled   bool
+	warmOnce sync.Once
+	refused  string // Warm's result
 
 	inflight  atomic.Int64
 	retired   atomic.Bool
@@ -107,7 +106,8 @@ func (r *Runtime) Install(p *Program) error {
 // Prepare does all of Deploy but making the program callable: it checks the
 // image against the ABI and this host and the grants (opening the granted
 // directories), and compiles it (so that the compiled code lands in the
-// cache). Close the program when done with it.
+// cache). It does not run _initialize: the program's first call does, or
+// Warm. Close the program when done with it.
 func (r *Runtime) Prepare(ctx context.Context, name string, image []byte, grants *sandbox.Grants) (*Program, error) {
 	if err := manifest.CheckProgramName(name); err != nil {
 		return nil, err
@@ -139,6 +139,7 @@ func (r *Runtime) Prepare(ctx context.Context, name string, image []byte, grants
 		Size:      len(image),
 		Manifest:  m,
 		compiled:  compiled,
+		rt:        r,
 		wz:        wz,
 		minMemory: m.MemoryPages * PageSize,
 		table:     r.table(m),
@@ -153,16 +154,23 @@ func (r *Runtime) Prepare(ctx context.Context, name string, image []byte, grants
 		p.close()
 		return nil, err
 	}
-	pooled := warm != nil && !warm.Start && warm.Blocker == "" && !p.hostEnv && !p.Grants.InitEachCall
 	if err := r.link(ctx, p); err != nil {
 		p.close()
 		return nil, err
 	}
 	if warm != nil {
-		r.warm(ctx, p, warm)
-		if pooled && (p.snapshotted || !m.Initialize) {
-			p.pool = &instancePool{regions: &r.regions}
-			r.regions.hold(p.pool)
+		p.globals = warm.Globals
+		pooled := !warm.Start && warm.Blocker == "" && !p.hostEnv && !p.Grants.InitEachCall
+		switch {
+		case !m.Initialize:
+			if pooled {
+				p.pool = &instancePool{regions: &r.regions}
+				r.regions.hold(p.pool)
+			}
+		case !p.hostEnv && !p.Grants.InitEachCall:
+			// The snapshot waits for the first call (Warm), so that no
+			// program's _initialize holds up another's deploy or start.
+			p.pending, p.pooled = warm, pooled
 		}
 	}
 	return p, nil

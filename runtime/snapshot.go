@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/tetratelabs/wazero/api"
@@ -15,8 +16,11 @@ import (
 // table or host state can pass from one call to the next), but its memory
 // starts as a copy-on-write mapping of an image made once per program, so
 // instantiation copies nothing; and for a reactor the image is a snapshot
-// taken after _initialize ran once, at Prepare, so calls skip it, as ABI.md
-// allows ("The image").
+// taken after _initialize ran once, so calls skip it, as ABI.md allows ("The
+// image"). The snapshot is taken in each process that serves the program, at
+// its first call (Program.Warm), not at Prepare: berm serve prepares its
+// programs one after another at start, and one whose _initialize is slow
+// would hold up all the others; this way it delays only its own first call.
 //
 // The module compiled for this (transform.Snapshot) has its mutable globals
 // exported, so that the host can read them after _initialize and set them in
@@ -35,14 +39,13 @@ import (
 // Bounds on what a program's image may cost the host, which holds it for
 // as long as the program lives, whatever its calls do.
 const (
-	// snapshotDeadline bounds the run of _initialize at Prepare, below the
+	// snapshotDeadline bounds the snapshot's run of _initialize, below the
 	// call deadline when that is shorter. A Go program's runtime init takes
 	// about 2 ms (the examples: 1.5 to 2.7 ms, instantiation included), so
-	// a second is hundreds of times what a program needs; and Prepare runs
-	// one program at a time in berm serve, so an _initialize that spins
-	// holds the programs queued behind it for this long, not a whole call
-	// deadline (30 s). A program that takes longer runs _initialize at each
-	// call instead, as it would with the opt-out.
+	// a second is hundreds of times what a program needs; and the calls
+	// that arrive while it runs wait for it, for this long at most, not a
+	// whole call deadline (30 s). A program that takes longer runs
+	// _initialize at each call instead, as it would with the opt-out.
 	snapshotDeadline = time.Second
 	// maxImageHeld bounds the bytes a program's memory image holds: all of
 	// it, zero pages too, since every instance maps every page of it and a
@@ -203,27 +206,58 @@ func (m *memoryImage) close() {
 	m.fd, m.data, m.held = -1, nil, 0
 }
 
-// warm gives p's instances their image: the snapshot after _initialize
-// when it can be taken (see above), else the data segments'. When p has an
-// _initialize that its calls run, p.SnapshotRefused says why, unless the
-// deployment asked for it.
-func (r *Runtime) warm(ctx context.Context, p *Program, w *warmStart) {
-	p.image = w.image
-	p.globals = w.Globals
-	if !p.Manifest.Initialize || p.hostEnv || p.Grants.InitEachCall {
-		return
-	}
+// Warm takes p's snapshot of _initialize, when p has one to take, and
+// returns why it refused to, if it did: then _initialize runs at the start
+// of each call instead, and the reason says so. The first call of p takes
+// it, and calls that arrive meanwhile wait for it (at most
+// snapshotDeadline); berm deploy calls Warm itself, to warn. It runs once,
+// whatever the number of callers; a later Warm returns the first's result.
+// The result is empty when calls start from the snapshot, when p has no
+// _initialize, on the plain path (Options.Plain), and when the deployment
+// asked for _initialize at each call (Grants.InitEachCall, an environment
+// variable read at each call).
+func (p *Program) Warm(ctx context.Context) (refused string) {
+	p.warmOnce.Do(func() {
+		if p.pending != nil {
+			p.refused = p.rt.warm(ctx, p)
+		}
+	})
+	return p.refused
+}
+
+// warm makes p's image the snapshot after _initialize when it can be taken
+// (see above), with a pool of instances; else p keeps its data segments'
+// image and runs _initialize at each call, and warm says why.
+func (r *Runtime) warm(ctx context.Context, p *Program) string {
+	w := p.pending
+	p.pending = nil
 	switch {
 	case w.Start:
-		p.SnapshotRefused = "the module has a start function, which runs before the host could restore a snapshot"
+		return initEachCall("the module has a start function, which runs before the host could restore a snapshot")
 	case w.Blocker != "":
-		p.SnapshotRefused = w.Blocker
-	default:
-		p.SnapshotRefused = r.snapshot(ctx, p, w.Globals)
-		if p.SnapshotRefused != "" {
-			r.logHost(ctx, p, fmt.Sprintf("berm: %s; it runs at each call instead", p.SnapshotRefused))
-		}
+		return initEachCall(w.Blocker)
 	}
+	// Held like a call, so that a program retired meanwhile closes after.
+	p.inflight.Add(1)
+	defer p.release()
+	if p.retired.Load() {
+		return ""
+	}
+	why := r.snapshot(ctx, p, w.Globals)
+	if why != "" {
+		r.logHost(ctx, p, "berm: "+why)
+		return why
+	}
+	if p.pooled {
+		p.pool = &instancePool{regions: &r.regions}
+		r.regions.hold(p.pool)
+	}
+	return ""
+}
+
+// initEachCall is why a snapshot was refused, and what follows.
+func initEachCall(why string) string {
+	return why + "; _initialize runs at each call instead"
 }
 
 // snapshot runs _initialize in an instance of p under its deployment's
@@ -239,7 +273,7 @@ func (r *Runtime) snapshot(ctx context.Context, p *Program, globals []transform.
 	c.logs = &c.ownLogs
 	defer r.logDropped(ctx, c)
 	if !r.budget.take(p.minMemory) {
-		return "_initialize could not run at deploy: memory: the limit on all instances together is reached"
+		return initEachCall("_initialize could not run for a snapshot: memory: the limit on all instances together is reached")
 	}
 	var (
 		image  *memoryImage
@@ -252,20 +286,20 @@ func (r *Runtime) snapshot(ctx context.Context, p *Program, globals []transform.
 	if err == nil {
 		why = func() string {
 			if c.wasiChanged {
-				return "_initialize at deploy changed what its instance holds outside its memory (a WASI descriptor opened, closed, read or moved), which a snapshot cannot hold"
+				return "_initialize changed what its instance holds outside its memory (a WASI descriptor opened, closed, read or moved), which a snapshot cannot hold"
 			}
 			mod := inst.mod
 			mem := mod.Memory()
 			b, ok := mem.Read(0, mem.Size())
 			if !ok {
-				return "_initialize at deploy: memory cannot be read whole"
+				return "the snapshot of _initialize: memory cannot be read whole"
 			}
 			// Pages past the image are zeros in the instances too, grown to
 			// the same size. Measured before anything is copied: what an
 			// image over the bound would cost is not spent.
 			b = b[:imageLength(b)]
 			if len(b) > maxImageHeld {
-				return fmt.Sprintf("_initialize left more than %d MiB of memory at deploy, the most a snapshot may hold",
+				return fmt.Sprintf("_initialize left more than %d MiB of memory, the most a snapshot may hold",
 					maxImageHeld>>20)
 			}
 			size = uint64(mem.Size())
@@ -273,13 +307,13 @@ func (r *Runtime) snapshot(ctx context.Context, p *Program, globals []transform.
 			for i, g := range globals {
 				eg := mod.ExportedGlobal(g.Name)
 				if eg == nil {
-					return fmt.Sprintf("_initialize at deploy: global %s: not exported", g.Name)
+					return fmt.Sprintf("the snapshot of _initialize: global %s: not exported", g.Name)
 				}
 				values[i] = eg.Get()
 			}
 			img, err := r.newMemoryImage(b, false)
 			if err != nil {
-				return fmt.Sprintf("the snapshot of _initialize at deploy: %v", err)
+				return fmt.Sprintf("the snapshot of _initialize: %v", err)
 			}
 			image = img
 			return ""
@@ -289,12 +323,17 @@ func (r *Runtime) snapshot(ctx context.Context, p *Program, globals []transform.
 	}
 	switch {
 	case err == nil && why != "":
-		return why
+		return initEachCall(why)
 	case err == nil:
 	case errors.Is(ctx.Err(), context.DeadlineExceeded):
-		return fmt.Sprintf("_initialize did not finish within %s at deploy", deadline)
+		return initEachCall(fmt.Sprintf("_initialize did not finish within %s, the most a snapshot waits", deadline))
+	case errors.Is(ctx.Err(), context.Canceled) || r.closing.Load():
+		return initEachCall(fmt.Sprintf("the snapshot of _initialize was stopped: %v", firstLine(err)))
 	default:
-		return fmt.Sprintf("_initialize at deploy: %v", firstLine(err))
+		if msg, trapped := strings.CutPrefix(firstLine(err), "_initialize: "); trapped { // newInstance's
+			return fmt.Sprintf("_initialize trapped: %s; _initialize runs at each call instead, where it will likely trap again", msg)
+		}
+		return initEachCall(fmt.Sprintf("_initialize could not run for a snapshot: %v", firstLine(err)))
 	}
 	p.image.close()
 	p.image = image

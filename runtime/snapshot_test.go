@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/berm-dev/berm/runtime"
 	"github.com/berm-dev/berm/runtime/host"
@@ -125,7 +126,7 @@ func TestSnapshotNoLeak(t *testing.T) {
 }
 
 // What _initialize read from the host (the clock, random bytes) is frozen
-// at deploy with the snapshot, and read afresh for each call with the
+// at the first call with the snapshot, and read afresh for each call with the
 // opt-out and on the plain path; random bytes a call reads itself are fresh
 // on every path.
 func TestSnapshotFreezesInit(t *testing.T) {
@@ -165,8 +166,9 @@ func TestSnapshotFreezesInit(t *testing.T) {
 	}
 }
 
-// An _initialize that traps at deploy does not fail the deploy: it runs at
-// each call instead, which fails as it always has, and the log says why.
+// An _initialize that traps in the snapshot does not fail the deploy: it
+// runs at each call instead, which fails as it always has, and the log says
+// why, once.
 func TestSnapshotInitTraps(t *testing.T) {
 	var mu sync.Mutex
 	var logs []string
@@ -187,13 +189,14 @@ func TestSnapshotInitTraps(t *testing.T) {
 	}
 	mu.Lock()
 	defer mu.Unlock()
-	if len(logs) != 1 || !strings.HasPrefix(logs[0], "bad-init _initialize: berm: _initialize at deploy") || !strings.Contains(logs[0], "at each call") {
+	if len(logs) != 1 || !strings.HasPrefix(logs[0], "bad-init _initialize: berm: _initialize trapped: ") || !strings.Contains(logs[0], "at each call instead, where it will likely trap again") {
 		t.Errorf("log %q, want one line on why _initialize runs at each call", logs)
 	}
 }
 
 // berm.log during the snapshot's _initialize goes to the log, as the
-// program's line under the tool "_initialize"; calls then log nothing.
+// program's line under the tool "_initialize", at the first call: deploy
+// runs no _initialize; the calls after it log nothing.
 func TestSnapshotLogsInit(t *testing.T) {
 	var mu sync.Mutex
 	var logs []string
@@ -213,13 +216,13 @@ func TestSnapshotLogsInit(t *testing.T) {
 	if os.Getenv("BERM_PLAIN") == "1" {
 		return
 	}
-	if len(deployLogs) != 1 || deployLogs[0] != "init _initialize: initializing" {
-		t.Errorf("deploy logged %q, want the line of _initialize", deployLogs)
+	if len(deployLogs) != 0 {
+		t.Errorf("deploy logged %q, want nothing: the first call runs _initialize", deployLogs)
 	}
 	mu.Lock()
 	defer mu.Unlock()
-	if len(logs) != 1 {
-		t.Errorf("calls logged %q, want nothing more", logs[1:])
+	if len(logs) != 1 || logs[0] != "init _initialize: initializing" {
+		t.Errorf("calls logged %q, want the line of _initialize once", logs)
 	}
 }
 
@@ -311,18 +314,19 @@ func deployGrants(t *testing.T, rt *runtime.Runtime, m startMode, name, file str
 // why, on the default path, and that p says nothing of it otherwise.
 func wantRefused(t *testing.T, p *runtime.Program, m startMode, why string) {
 	t.Helper()
+	refused := p.Warm(context.Background())
 	if m.each || m.plain || plainEnv {
-		if p.SnapshotRefused != "" {
-			t.Errorf("SnapshotRefused %q, want empty where no snapshot is asked for", p.SnapshotRefused)
+		if refused != "" {
+			t.Errorf("Warm refused %q, want nothing where no snapshot is asked for", refused)
 		}
 		return
 	}
-	if !strings.Contains(p.SnapshotRefused, why) {
-		t.Errorf("SnapshotRefused %q, want it to say %q", p.SnapshotRefused, why)
+	if !strings.Contains(refused, why) || !strings.Contains(refused, "_initialize runs at each call instead") {
+		t.Errorf("Warm refused %q, want it to say %q and what follows", refused, why)
 	}
 }
 
-// An _initialize that takes longer than a snapshot may run at deploy (here
+// An _initialize that takes longer than a snapshot may run (here
 // 2 s by the clock, against the 1 s bound, under a call deadline of 30 s)
 // is stopped there and runs at each call instead, which answers as with
 // the opt-out. Before the bound, the snapshot waited for it (a spinning one
@@ -332,7 +336,7 @@ func TestSnapshotSlowInit(t *testing.T) {
 		t.Run(m.name, func(t *testing.T) {
 			rt := startRuntime(t, m.plain, nil)
 			p := deployGrants(t, rt, m, "slow", "init_slow.wasm", nil)
-			wantRefused(t, p, m, "_initialize did not finish within 1s at deploy")
+			wantRefused(t, p, m, "_initialize did not finish within 1s, the most a snapshot waits")
 			out, err := rt.Call(context.Background(), "slow", "t", []byte(`{}`))
 			check(t, out, err, want{result: "ready"})
 		})
@@ -347,7 +351,7 @@ func TestSnapshotTooBig(t *testing.T) {
 		t.Run(m.name, func(t *testing.T) {
 			rt := startRuntime(t, m.plain, nil)
 			p := deployGrants(t, rt, m, "fat", "init_fat.wasm", nil)
-			wantRefused(t, p, m, "_initialize left more than 16 MiB of memory at deploy")
+			wantRefused(t, p, m, "_initialize left more than 16 MiB of memory, the most a snapshot may hold")
 			if held, _ := runtime.ImageBytes(p); held > 64<<10 {
 				t.Errorf("the program's image holds %d bytes, want only its data segments'", held)
 			}
@@ -378,12 +382,13 @@ func TestSnapshotBudget(t *testing.T) {
 			// One that fits is charged until the program is gone.
 			small := startRuntime(t, m.plain, nil, runtime.Limits{TotalMemory: 64 << 20})
 			p = deployGrants(t, small, m, "fill", "init_fill.wasm", nil)
+			refused := p.Warm(context.Background())
 			held, _ := runtime.ImageBytes(p)
-			if !m.each && !m.plain && !plainEnv && (p.SnapshotRefused != "" || held < 1<<20) {
-				t.Errorf("under 64 MiB: snapshot refused %q, image of %d bytes; want a snapshot of 1 MiB", p.SnapshotRefused, held)
+			if !m.each && !m.plain && !plainEnv && (refused != "" || held < 1<<20) {
+				t.Errorf("under 64 MiB: snapshot refused %q, image of %d bytes; want a snapshot of 1 MiB", refused, held)
 			}
 			if used := runtime.Budget(small); used != held {
-				t.Errorf("budget used %d after deploy, want the image's %d", used, held)
+				t.Errorf("budget used %d after the snapshot, want the image's %d", used, held)
 			}
 			out, err := small.Call(context.Background(), "fill", "t", []byte(`{}`))
 			check(t, out, err, want{result: "filled"})
@@ -432,5 +437,114 @@ func TestSnapshotInitOpens(t *testing.T) {
 				check(t, out, err, want{result: "opened at init"})
 			}
 		})
+	}
+}
+
+// Prepare runs no _initialize: the snapshot waits for the program's first
+// call (or Warm), so a program whose _initialize is slow (init_slow: 2 s
+// by the clock, past the snapshot's 1 s) deploys at once and delays only
+// its own first call, which answers as before, and calls that arrive
+// while the snapshot runs wait for it and answer too; a program deployed
+// beside it answers meanwhile.
+func TestSnapshotLazy(t *testing.T) {
+	rt := startRuntime(t, false, nil)
+	ctx := context.Background()
+	for _, name := range []string{"slow1", "slow2", "slow3"} {
+		start := time.Now()
+		deployLocal(t, rt, name, "init_slow.wasm")
+		// The snapshot ran 1 s by the clock at Prepare before it was lazy.
+		if took := time.Since(start); took >= time.Second {
+			t.Errorf("deploy of %s took %s, want well under the snapshot's 1 s: Prepare ran _initialize", name, took)
+		}
+	}
+	deployLocal(t, rt, "warm", "warm.wasm")
+
+	slowDone := make(chan struct{})
+	var wg sync.WaitGroup
+	results := make([]string, 3)
+	for i := range results {
+		wg.Go(func() {
+			out, err := rt.Call(ctx, "slow1", "t", []byte(`{}`))
+			if err != nil {
+				results[i] = err.Error()
+				return
+			}
+			results[i] = string(out.Result)
+		})
+	}
+	go func() { wg.Wait(); close(slowDone) }()
+	out, err := rt.Call(ctx, "warm", "leak", []byte(`{}`))
+	select {
+	case <-slowDone:
+		t.Errorf("warm answered only after slow1's first calls (3 s at least by the clock): it waited for their snapshot")
+	default:
+	}
+	check(t, out, err, want{result: "clean"})
+	<-slowDone
+	for i, r := range results {
+		if r != "ready" {
+			t.Errorf("slow1's first call %d: %q, want ready", i, r)
+		}
+	}
+}
+
+// Warm answers what the first call found, however many ask at once, and a
+// program closed before or while it runs leaves nothing held: no image, no
+// pool, no budget.
+func TestSnapshotWarmClosed(t *testing.T) {
+	rt := startRuntime(t, false, nil, runtime.Limits{TotalMemory: 64 << 20})
+	ctx := context.Background()
+	image := localImage(t, "init_fill.wasm")
+
+	p, err := rt.Prepare(ctx, "fill", image, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	refusals := make([]string, 4)
+	for i := range refusals {
+		wg.Go(func() { refusals[i] = p.Warm(ctx) })
+	}
+	wg.Wait()
+	for i, r := range refusals {
+		if r != "" {
+			t.Errorf("Warm %d refused %q, want a snapshot", i, r)
+		}
+	}
+	if held, _ := runtime.ImageBytes(p); !plainEnv && held < 1<<20 {
+		t.Errorf("image of %d bytes after Warm, want the snapshot's 1 MiB", held)
+	}
+	p.Close()
+	if used := runtime.Budget(rt); used != 0 {
+		t.Errorf("budget used %d once the warmed program is closed, want 0", used)
+	}
+
+	p, err = rt.Prepare(ctx, "fill", image, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Close()
+	if r := p.Warm(ctx); r != "" {
+		t.Errorf("Warm of a closed program refused %q, want nothing done", r)
+	}
+	if used := runtime.Budget(rt); used != 0 {
+		t.Errorf("budget used %d after Warm of a closed program, want 0", used)
+	}
+
+	for range 5 {
+		p, err = rt.Prepare(ctx, "fill", image, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan struct{})
+		go func() { p.Warm(ctx); close(done) }()
+		p.Close()
+		<-done
+		if used := runtime.Budget(rt); used != 0 {
+			t.Fatalf("budget used %d after Warm and Close at once, want 0", used)
+		}
+		if _, pooled := runtime.Reused(p); pooled && runtime.Idle(p) != 0 {
+			t.Fatalf("a program closed while warming holds idle instances")
+		}
 	}
 }

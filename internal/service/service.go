@@ -187,8 +187,10 @@ func (s *Service) Deploy(ctx context.Context, name string, image []byte, source 
 		info.Warnings = append(info.Warnings, fmt.Sprintf("%s declares syscall %s, which this host does not have: calls to it will trap", name, sc))
 	}
 	info.Warnings = append(info.Warnings, grantWarnings(name, prepared.Manifest, &prepared.Grants)...)
-	if why := prepared.SnapshotRefused; why != "" {
-		info.Warnings = append(info.Warnings, initEachCallWarning(name, why))
+	// The snapshot of _initialize, which a serving process takes at the
+	// program's first call, is taken here too to warn of a refusal now.
+	if why := prepared.Warm(ctx); why != "" {
+		info.Warnings = append(info.Warnings, name+": "+why)
 	}
 	if !before.IsZero() && prepared.Grants.IsZero() {
 		info.Warnings = append(info.Warnings, fmt.Sprintf("%s had grants (%s) and this deployment grants nothing: they are dropped", name, before.Short()))
@@ -535,9 +537,6 @@ func (s *Service) commit(p *Program, prepared *runtime.Program, err error) {
 	old := s.served[p.Name]
 	s.served[p.Name] = p
 	s.mu.Unlock()
-	if why := prepared.SnapshotRefused; why != "" {
-		s.log.Warn(initEachCallWarning(p.Name, why), "program", p.Name, "digest", p.Digest)
-	}
 	if old != p {
 		s.notify(Change{Served: p})
 	}
@@ -557,12 +556,6 @@ func (s *Service) unserve(name string) {
 	if wasServed {
 		s.notify(Change{Removed: name})
 	}
-}
-
-// initEachCallWarning says that name's _initialize runs at every call, and
-// why (runtime.Program.SnapshotRefused).
-func initEachCallWarning(name, why string) string {
-	return fmt.Sprintf("%s: %s; _initialize runs at every call instead", name, why)
 }
 
 func (s *Service) notify(c Change) {
