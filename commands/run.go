@@ -186,12 +186,12 @@ func missingTool(ctx context.Context, e *env, opts runOptions, arg string) error
 	return err
 }
 
-// hostNote tells the runtime's own notes about a program's _initialize
-// (why it was not snapshotted, runtime/snapshot.go's logHost), which come
-// through the program's log as tool "_initialize" and "berm: ", from the
-// program's lines, and returns the note without that prefix.
+// hostNote tells the runtime's own notes on a program (why its _initialize
+// was not snapshotted), which come through the program's log with tool ""
+// (runtime.Options.Log), from the program's lines, and returns the note
+// without its "berm: ".
 func hostNote(tool, line string) (string, bool) {
-	if tool != "_initialize" {
+	if tool != "" {
 		return "", false
 	}
 	return strings.CutPrefix(line, "berm: ")

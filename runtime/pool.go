@@ -31,14 +31,14 @@ import (
 // anything an earlier one left, as ABI.md's "One call" asks.
 //
 // An idle instance gives its memory back to Limits.TotalMemory, which counts
-// the instances of calls; what it still holds of its own is small: reset
-// drops every copy of an image's page a call wrote and every page past the
-// image but for a tail of at most settleTail bytes (linearMemory.reset), so
-// it holds a copied image (under mapImageFrom), none of a mapped one, whose
-// pages are the memory file's, shared, and at most settleTail bytes past
-// it; and there are at most maxIdle of them per program. Which
-// pages are present and which its own is as in a new instance, whatever
-// earlier calls touched: no call can learn that by timing its accesses.
+// the instances of calls; what it still holds of its own is small: a copied
+// image (under mapImageFrom), the region's kept prefix (keptPrefix) or a
+// settled tail past the image (settleTail), 256 KiB each at most; a mapped
+// image's pages are the memory file's, shared; every other page a call
+// touched is dropped at its reset (linearMemory.reset). There are at most
+// maxIdle of them per program. Which pages are present, and which its own,
+// is as in a new instance whatever earlier calls touched: no call can learn
+// that by timing its accesses.
 
 // maxIdle bounds the idle instances of one program: enough for every core
 // to find one, and a nested call besides.

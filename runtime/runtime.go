@@ -127,7 +127,9 @@ type Options struct {
 	// host.ModuleConfig and the nil default do.
 	ModuleConfig wazero.ModuleConfig
 	// Log receives each berm.log line, and the line that says how many were
-	// dropped past Limits.MaxLogLines or MaxLogBytes.
+	// dropped past Limits.MaxLogLines or MaxLogBytes; and, with tool "",
+	// which no tool is named, the runtime's own notes on a program (why its
+	// _initialize is not snapshotted), each beginning "berm: ".
 	Log func(ctx context.Context, program, tool string, line []byte)
 	// HostError receives the error of a host syscall's Func (or its panic)
 	// for the host's log. The program and its callers see only that the

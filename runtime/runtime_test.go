@@ -309,8 +309,8 @@ func TestInitialize(t *testing.T) {
 			_ = i
 		}
 	}
-	// By default _initialize runs once, at deploy, and every call starts
-	// from the snapshot it left (snapshot.go); on the plain path it runs
+	// By default _initialize runs once, at the first call, and every call
+	// starts from the snapshot it left (snapshot.go); on the plain path it runs
 	// before each call.
 	runs := 1
 	if os.Getenv("BERM_PLAIN") == "1" {

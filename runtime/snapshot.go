@@ -362,6 +362,6 @@ func (p *Program) restore(mod api.Module) error {
 // logHost writes a line of the host's about p to the log.
 func (r *Runtime) logHost(ctx context.Context, p *Program, line string) {
 	if r.log != nil {
-		r.log(ctx, p.Name, "_initialize", []byte(line))
+		r.log(ctx, p.Name, "", []byte(line)) // no tool is named ""; a program's own lines cannot pass for it
 	}
 }

@@ -189,7 +189,7 @@ func TestSnapshotInitTraps(t *testing.T) {
 	}
 	mu.Lock()
 	defer mu.Unlock()
-	if len(logs) != 1 || !strings.HasPrefix(logs[0], "bad-init _initialize: berm: _initialize trapped: ") || !strings.Contains(logs[0], "at each call instead, where it will likely trap again") {
+	if len(logs) != 1 || !strings.HasPrefix(logs[0], "bad-init : berm: _initialize trapped: ") || !strings.Contains(logs[0], "at each call instead, where it will likely trap again") {
 		t.Errorf("log %q, want one line on why _initialize runs at each call", logs)
 	}
 }

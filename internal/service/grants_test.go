@@ -77,6 +77,18 @@ func TestGrantsRecordedAndServed(t *testing.T) {
 	if p := svc.Program("echo"); p == nil || !p.Grants.IsZero() {
 		t.Fatalf("served %+v, want no grants", p)
 	}
+
+	// --init-each-call is a setting, not a grant: dropping it drops none.
+	if _, err := svc.Deploy(context.Background(), "echo", echo, "", &sandbox.Grants{InitEachCall: true}); err != nil {
+		t.Fatal(err)
+	}
+	again, err := svc.Deploy(context.Background(), "echo", echo, "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w := strings.Join(again.Warnings, "\n"); strings.Contains(w, "had grants") {
+		t.Errorf("a redeploy without --init-each-call warns %q, want no word of grants", w)
+	}
 }
 
 // A grant whose directory is missing is refused at deploy, naming it, and

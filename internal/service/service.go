@@ -192,7 +192,7 @@ func (s *Service) Deploy(ctx context.Context, name string, image []byte, source 
 	if why := prepared.Warm(ctx); why != "" {
 		info.Warnings = append(info.Warnings, name+": "+why)
 	}
-	if !before.IsZero() && prepared.Grants.IsZero() {
+	if len(before.Lines()) > 0 && len(prepared.Grants.Lines()) == 0 {
 		info.Warnings = append(info.Warnings, fmt.Sprintf("%s had grants (%s) and this deployment grants nothing: they are dropped", name, before.Short()))
 	}
 	s.mu.Lock()

@@ -40,8 +40,8 @@ type Grants struct {
 	// environment, which Go's runtime and wasi-libc read.
 	Cwd string `json:"cwd,omitempty"`
 	// InitEachCall runs a reactor's _initialize at the start of every call
-	// rather than once at deploy, where its state is kept as a snapshot
-	// that every call starts from: what _initialize reads from the host
+	// rather than once per process that serves the program, at its first
+	// call, whose state is kept as a snapshot that every call starts from: what _initialize reads from the host
 	// (the clock, random seeds, the environment) is then read afresh for
 	// each call, for the time _initialize takes on each.
 	InitEachCall bool `json:"init_each_call,omitempty"`

@@ -1,5 +1,5 @@
 ;; init_slow: a reactor whose _initialize takes 2 seconds by the clock,
-;; whatever the machine's speed: longer than a snapshot at deploy may run
+;; whatever the machine's speed: longer than a snapshot may run
 ;; (snapshotDeadline), well within a call's deadline. Deployed in the
 ;; runtime's tests (snapshot_test.go). Built from the repository's root with
 ;;
