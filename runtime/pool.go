@@ -32,8 +32,8 @@ import (
 //
 // An idle instance gives its memory back to Limits.TotalMemory, which counts
 // the instances of calls; what it still holds of its own is small: a copied
-// image (under mapImageFrom), the region's kept prefix (keptPrefix) or a
-// settled tail past the image (settleTail), 256 KiB each at most; a mapped
+// image (under mapImageFrom, 256 KiB), the region's kept prefix (keptPrefix,
+// 64 KiB) or a settled tail past the image (settleTail, 256 KiB); a mapped
 // image's pages are the memory file's, shared; every other page a call
 // touched is dropped at its reset (linearMemory.reset). There are at most
 // maxIdle of them per program. Which pages are present, and which its own,
