@@ -29,6 +29,12 @@ type callKey struct{}
 // host's (ErrNoProgram, ErrNoTool, ErrArguments, ErrTrap, ErrDeadline,
 // ErrLimit); the Outcome is the program's result or failure.
 func (r *Runtime) Call(ctx context.Context, program, tool string, args []byte) (Outcome, error) {
+	// A program's first call takes its snapshot (Program.Warm), bounded on
+	// its own: not out of this call's deadline, which on the plain path
+	// would have been all the call's.
+	if p := r.Program(program); p != nil {
+		p.Warm(context.WithoutCancel(ctx))
+	}
 	ctx, cancel := context.WithTimeout(ctx, r.limits.Deadline)
 	defer cancel()
 	return r.call(ctx, program, tool, args, nil)
@@ -36,6 +42,8 @@ func (r *Runtime) Call(ctx context.Context, program, tool string, args []byte) (
 
 // call runs a top-level call (caller nil) or one nested in caller's.
 func (r *Runtime) call(ctx context.Context, program, tool string, args []byte, caller *Call) (Outcome, error) {
+	r.running.Add(1)
+	defer r.running.Add(-1)
 	p, err := r.acquire(program)
 	if err != nil {
 		return Outcome{}, fmt.Errorf("%s: %w", manifest.FullName(program, tool), err)
@@ -100,14 +108,12 @@ func (r *Runtime) run(ctx context.Context, c *Call, i int) error {
 	ctx = context.WithValue(ctx, callKey{}, c)
 	inst, err := r.acquireInstance(ctx, c, c.program.minMemory)
 	if err != nil {
-		return err
+		return r.endedByClose(err)
 	}
 	_, err = inst.tool(c.program, i).Call(ctx)
 	ok := err == nil
 	if err != nil && r.closing.Load() {
-		// Stopped by Close: on the plain path wazero ends the call with
-		// exit code 0, which must not read as proc_exit(0) and a success.
-		err = fmt.Errorf("%w: the call ended with it: %w", ErrClosed, err)
+		err = r.endedByClose(err)
 	} else if err != nil {
 		var exit *sys.ExitError
 		if errors.As(err, &exit) && exit.ExitCode() == 0 {
@@ -117,6 +123,16 @@ func (r *Runtime) run(ctx context.Context, c *Call, i int) error {
 	// A call that ended in a deadline or cancel its code did not meet may
 	// have stopped in a syscall: its instance is not trusted either.
 	r.releaseInstance(c, inst, ok && ctx.Err() == nil)
+	return err
+}
+
+// endedByClose marks err as Close's doing when the runtime is closing: on
+// the plain path wazero ends a call with exit code 0, which must not read as
+// proc_exit(0) and a success, nor as a trap.
+func (r *Runtime) endedByClose(err error) error {
+	if err != nil && r.closing.Load() {
+		return fmt.Errorf("%w: the call ended with it: %w", ErrClosed, err)
+	}
 	return err
 }
 

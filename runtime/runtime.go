@@ -178,6 +178,9 @@ type Runtime struct {
 	// running trap at their next tick or host call (checkRunning), and
 	// return ErrClosed.
 	closing atomic.Bool
+	// running counts the calls in r.call, nested ones included, for Close
+	// to wait on.
+	running atomic.Int64
 }
 
 type hostModule struct {
@@ -364,6 +367,14 @@ func (r *Runtime) Close(ctx context.Context) error {
 	for _, p := range programs {
 		p.retire()
 	}
+	// The calls still running end at their next tick, syscall or host
+	// function, seeing closing: wazero's Close under one inside a WASI
+	// function would free what that function reads. Only a plain-path
+	// guest spinning without host calls needs wazero's Close to end, after
+	// the wait.
+	for wait := time.Now().Add(closeWait); r.running.Load() > 0 && time.Now().Before(wait); {
+		time.Sleep(time.Millisecond)
+	}
 	err := r.wz.Close(ctx)
 	r.plainMu.Lock()
 	if r.plain != nil && r.plain != r.wz {
@@ -373,6 +384,9 @@ func (r *Runtime) Close(ctx context.Context) error {
 	r.regions.close()
 	return err
 }
+
+// closeWait bounds how long Close waits for the calls still running.
+const closeWait = 500 * time.Millisecond
 
 // CacheDir is the directory of compiled code, or "" when it is kept in memory.
 func (r *Runtime) CacheDir() string { return r.cacheDir }

@@ -36,7 +36,7 @@ func startModes() []startMode {
 }
 
 // startRuntime is a runtime with WASI and the host's syscalls, on the plain
-// path when plain (whatever BERM_FAST says).
+// path when plain (whatever BERM_PLAIN says).
 func startRuntime(t testing.TB, plain bool, log func(ctx context.Context, program, tool string, line []byte), limits ...runtime.Limits) *runtime.Runtime {
 	t.Helper()
 	opts := &runtime.Options{
@@ -546,5 +546,17 @@ func TestSnapshotWarmClosed(t *testing.T) {
 		if _, pooled := runtime.Reused(p); pooled && runtime.Idle(p) != 0 {
 			t.Fatalf("a program closed while warming holds idle instances")
 		}
+	}
+}
+
+// A program's first call takes its snapshot outside its own deadline: an
+// _initialize of 2 s, refused as a snapshot after 1 s, still fits a call
+// deadline of 3 s at the first call, as it does on the plain path.
+func TestSnapshotOutsideDeadline(t *testing.T) {
+	for _, plain := range []bool{false, true} {
+		rt := startRuntime(t, plain, nil, runtime.Limits{Deadline: 3 * time.Second})
+		deployLocal(t, rt, "slow", "init_slow.wasm")
+		out, err := rt.Call(context.Background(), "slow", "t", []byte(`{}`))
+		check(t, out, err, want{result: "ready"})
 	}
 }

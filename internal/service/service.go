@@ -189,7 +189,8 @@ func (s *Service) Deploy(ctx context.Context, name string, image []byte, source 
 	info.Warnings = append(info.Warnings, grantWarnings(name, prepared.Manifest, &prepared.Grants)...)
 	// The snapshot of _initialize, which a serving process takes at the
 	// program's first call, is taken here too to warn of a refusal now.
-	if why := prepared.Warm(ctx); why != "" {
+	// Not under the request's cancel: a refusal lasts the program's life.
+	if why := prepared.Warm(context.WithoutCancel(ctx)); why != "" {
 		info.Warnings = append(info.Warnings, name+": "+why)
 	}
 	if len(before.Lines()) > 0 && len(prepared.Grants.Lines()) == 0 {
