@@ -3,7 +3,7 @@
 ;; copied, which a reset restores page by page. Deployed as "pool-big" in the
 ;; runtime's tests (pool_test.go). Built from the repository's root with
 ;;
-;;   wat2wasm runtime/testdata/pool_big.wat --output=- | go run ./testdata/mkimage -o runtime/testdata/pool_big.wasm /dev/stdin runtime/testdata/pool.abi.json
+;;   wat2wasm runtime/testdata/pool_big.wat --output=- | go run ./testdata/mkimage -o runtime/testdata/pool_big.wasm /dev/stdin runtime/testdata/pool_big.abi.json
 (module
   (import "berm" "syscall" (func $sys (param i64 i32 i32) (result i64)))
   (import "wasi_snapshot_preview1" "fd_fdstat_get" (func $fdstat (param i32 i32) (result i32)))
