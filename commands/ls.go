@@ -3,6 +3,7 @@ package commands
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"text/tabwriter"
 
@@ -24,10 +25,10 @@ func newLsCommand(e *env) *cli.Command {
 		Usage: "list deployed programs",
 		Description: `Prints NAME, DIGEST (the first 12 hex digits of the image's sha256), TOOLS,
 GRANTS (what the deployment lets it reach: ro:/dir, rw:/dir, env:NAME,
-net:host, args:N, cwd:/dir; - for nothing), INIT (each-call when deployed
-with --init-each-call, its _initialize run at every call; - for the usual
-once at deploy) and SOURCE (the file, reference or example it was deployed
-from). --json has every grant in full.
+net:host, args:N, cwd:/dir; - for nothing) and SOURCE (the file, reference
+or example it was deployed from); and INIT before SOURCE when a program is
+deployed with --init-each-call (each-call: its _initialize runs at every
+call; - for the usual once per process). --json has every grant in full.
 
    berm ls
    berm ls --json | jq -r '.[].name'
@@ -58,14 +59,25 @@ func runLs(ctx context.Context, e *env, opts lsOptions) error {
 	if opts.json {
 		return writeJSON(e, list)
 	}
+	// INIT is shown only when it says something: nearly every program
+	// runs _initialize the usual way, or has none.
+	showInit := slices.ContainsFunc(list, func(p service.Info) bool { return initEachCall(p.Grants) })
 	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "NAME\tDIGEST\tTOOLS\tGRANTS\tINIT\tSOURCE")
+	if showInit {
+		fmt.Fprintln(tw, "NAME\tDIGEST\tTOOLS\tGRANTS\tINIT\tSOURCE")
+	} else {
+		fmt.Fprintln(tw, "NAME\tDIGEST\tTOOLS\tGRANTS\tSOURCE")
+	}
 	for _, p := range list {
-		initRuns := "-"
-		if initEachCall(p.Grants) {
-			initRuns = "each-call"
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t", printable(p.Name), shortDigest(p.Digest), strings.Join(p.Tools, ","), printable(p.Grants.Short()))
+		if showInit {
+			initRuns := "-"
+			if initEachCall(p.Grants) {
+				initRuns = "each-call"
+			}
+			fmt.Fprintf(tw, "%s\t", initRuns)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", printable(p.Name), shortDigest(p.Digest), strings.Join(p.Tools, ","), printable(p.Grants.Short()), initRuns, printable(p.Source))
+		fmt.Fprintf(tw, "%s\n", printable(p.Source))
 	}
 	return tw.Flush()
 }

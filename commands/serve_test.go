@@ -280,7 +280,7 @@ func TestServeHTTPControl(t *testing.T) {
 	if !regexp.MustCompile(`^sha256:[0-9a-f]{64}\n$`).Match(out) {
 		t.Fatalf("deploy --server printed %q", out)
 	}
-	if out := berm(t, clientRoot, "ls", "--server", base, "--token", "tok"); !regexp.MustCompile(`(?m)^echo +[0-9a-f]{12} +echo +- +- +\S+$`).MatchString(out) {
+	if out := berm(t, clientRoot, "ls", "--server", base, "--token", "tok"); !regexp.MustCompile(`(?m)^echo +[0-9a-f]{12} +echo +- +\S+$`).MatchString(out) {
 		t.Fatalf("ls --server:\n%s", out)
 	}
 	// The client's own root is untouched; the server's holds the deployment.
