@@ -127,13 +127,13 @@ func TestDeadlinePaths(t *testing.T) {
 }
 
 // TestDeadlineLetsGoRun spins a program on every core while the garbage
-// collector stops the world: compiled code cannot be preempted, so it is
-// wazero's exits at loop headers (plain) or the ticks, which yield (fast),
-// that let the collection, and the timers of the deadline, through. Without either the
-// collection waits for calls that only the deadline's timer can end, which
-// cannot run meanwhile: the process hangs. The bound on the collection is
-// the deadline's, not a speed: it shows that the collection did not need
-// the calls to end, on a machine however loaded.
+// collector stops the world: compiled code cannot be preempted, so it is the
+// fast path's ticks, which yield, that let the collection through. The
+// bound on the collection is the deadline's, not a speed: it shows that the
+// collection did not need the calls to end, on a machine however loaded.
+// The plain path has no such point (wazero's check at loop headers reads a
+// flag without leaving compiled code): its collection may wait for the
+// deadline, which CI saw (4.9 s of 5 s), so it is only checked to end.
 func TestDeadlineLetsGoRun(t *testing.T) {
 	const deadline = 5 * time.Second
 	for _, path := range paths {
@@ -158,7 +158,8 @@ func TestDeadlineLetsGoRun(t *testing.T) {
 			goruntime.GC()
 			took := time.Since(start)
 			t.Logf("a collection beside %d programs in loops took %v", spinners, took)
-			if took > deadline-time.Second {
+			fast := !path.plain && os.Getenv("BERM_PLAIN") != "1"
+			if fast && took > deadline-time.Second {
 				t.Errorf("a collection took %v beside programs in loops, near their deadline of %v", took, deadline)
 			}
 			for range spinners {
