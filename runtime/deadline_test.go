@@ -88,16 +88,7 @@ func TestDeadlinePaths(t *testing.T) {
 					if tt.fastOnly && (path.plain || os.Getenv("BERM_PLAIN") == "1") {
 						t.Skip("the plain path does not stop it")
 					}
-					start := time.Now()
-					_, err := rt.Call(context.Background(), tt.program, tt.tool, []byte(`{}`))
-					took := time.Since(start)
-					if !errors.Is(err, runtime.ErrDeadline) {
-						t.Fatalf("got %v, want ErrDeadline", err)
-					}
-					if took > deadline+slack {
-						t.Errorf("stopped %v after the deadline", took-deadline)
-					}
-					t.Logf("stopped %v after the deadline", took-deadline)
+					wantStoppedAtDeadline(t, rt, tt.program, tt.tool, deadline, slack)
 				})
 			}
 			t.Run("canceled", func(t *testing.T) {
@@ -124,6 +115,22 @@ func TestDeadlinePaths(t *testing.T) {
 			})
 		})
 	}
+}
+
+// wantStoppedAtDeadline calls program's tool and wants it stopped by its
+// deadline, no later than slack after it.
+func wantStoppedAtDeadline(t *testing.T, rt *runtime.Runtime, program, tool string, deadline, slack time.Duration) {
+	t.Helper()
+	start := time.Now()
+	_, err := rt.Call(context.Background(), program, tool, []byte(`{}`))
+	took := time.Since(start)
+	if !errors.Is(err, runtime.ErrDeadline) {
+		t.Fatalf("got %v, want ErrDeadline", err)
+	}
+	if took > deadline+slack {
+		t.Errorf("stopped %v after the deadline", took-deadline)
+	}
+	t.Logf("stopped %v after the deadline", took-deadline)
 }
 
 // TestDeadlineLetsGoRun spins a program on every core while the garbage
@@ -229,16 +236,7 @@ func TestDeadlineEscapes(t *testing.T) {
 			deployLocal(t, rt, "escape", "escape.wasm")
 			for _, tool := range []string{"fill", "copy", "tablefill", "slow", "callloop", "sleep", "random", "write"} {
 				t.Run(tool, func(t *testing.T) {
-					start := time.Now()
-					_, err := rt.Call(context.Background(), "escape", tool, []byte(`{}`))
-					took := time.Since(start)
-					if !errors.Is(err, runtime.ErrDeadline) {
-						t.Fatalf("got %v, want ErrDeadline", err)
-					}
-					if took > deadline+slack {
-						t.Errorf("stopped %v after the deadline", took-deadline)
-					}
-					t.Logf("stopped %v after the deadline", took-deadline)
+					wantStoppedAtDeadline(t, rt, "escape", tool, deadline, slack)
 				})
 			}
 			t.Run("busy", func(t *testing.T) {
@@ -337,16 +335,7 @@ func TestDeadlineWeighs(t *testing.T) {
 			}
 			for _, tool := range []string{"shortfills", "leaf", "longloop"} {
 				t.Run(tool, func(t *testing.T) {
-					start := time.Now()
-					_, err := rt.Call(context.Background(), "weigh", tool, []byte(`{}`))
-					took := time.Since(start)
-					if !errors.Is(err, runtime.ErrDeadline) {
-						t.Fatalf("got %v, want ErrDeadline", err)
-					}
-					if took > deadline+slack {
-						t.Errorf("stopped %v after the deadline", took-deadline)
-					}
-					t.Logf("stopped %v after the deadline", took-deadline)
+					wantStoppedAtDeadline(t, rt, "weigh", tool, deadline, slack)
 				})
 			}
 		})
