@@ -170,13 +170,8 @@ func TestSnapshotFreezesInit(t *testing.T) {
 // runs at each call instead, which fails as it always has, and the log says
 // why, once.
 func TestSnapshotInitTraps(t *testing.T) {
-	var mu sync.Mutex
-	var logs []string
-	rt := startRuntime(t, false, func(_ context.Context, program, tool string, line []byte) {
-		mu.Lock()
-		logs = append(logs, program+" "+tool+": "+string(line))
-		mu.Unlock()
-	})
+	var l logged
+	rt := startRuntime(t, false, l.log)
 	deploy(t, rt, "bad-init", "init_syscall.wasm")
 	for range 2 {
 		out, err := rt.Call(context.Background(), "bad-init", "t", []byte(`{}`))
@@ -187,9 +182,7 @@ func TestSnapshotInitTraps(t *testing.T) {
 	if os.Getenv("BERM_PLAIN") == "1" {
 		return
 	}
-	mu.Lock()
-	defer mu.Unlock()
-	if len(logs) != 1 || !strings.HasPrefix(logs[0], "bad-init : berm: _initialize trapped: ") || !strings.Contains(logs[0], "at each call instead, where it will likely trap again") {
+	if logs := l.take(); len(logs) != 1 || !strings.HasPrefix(logs[0], "bad-init.: berm: _initialize trapped: ") || !strings.Contains(logs[0], "at each call instead, where it will likely trap again") {
 		t.Errorf("log %q, want one line on why _initialize runs at each call", logs)
 	}
 }
@@ -198,17 +191,10 @@ func TestSnapshotInitTraps(t *testing.T) {
 // program's line under the tool "_initialize", at the first call: deploy
 // runs no _initialize; the calls after it log nothing.
 func TestSnapshotLogsInit(t *testing.T) {
-	var mu sync.Mutex
-	var logs []string
-	rt := startRuntime(t, false, func(_ context.Context, program, tool string, line []byte) {
-		mu.Lock()
-		logs = append(logs, program+" "+tool+": "+string(line))
-		mu.Unlock()
-	})
+	var l logged
+	rt := startRuntime(t, false, l.log)
 	deploy(t, rt, "init", "init.wasm")
-	mu.Lock()
-	deployLogs := append([]string(nil), logs...)
-	mu.Unlock()
+	deployLogs := l.take()
 	for range 3 {
 		out, err := rt.Call(context.Background(), "init", "ready", []byte(`{}`))
 		check(t, out, err, want{result: "ready"})
@@ -219,9 +205,7 @@ func TestSnapshotLogsInit(t *testing.T) {
 	if len(deployLogs) != 0 {
 		t.Errorf("deploy logged %q, want nothing: the first call runs _initialize", deployLogs)
 	}
-	mu.Lock()
-	defer mu.Unlock()
-	if len(logs) != 1 || logs[0] != "init _initialize: initializing" {
+	if logs := l.take(); len(logs) != 1 || logs[0] != "init._initialize: initializing" {
 		t.Errorf("calls logged %q, want the line of _initialize once", logs)
 	}
 }
