@@ -74,7 +74,8 @@ func (r *Runtime) call(ctx context.Context, program, tool string, args []byte, c
 		defer r.logDropped(ctx, c)
 	}
 	// The instance's minimum is taken before it is made or taken from the
-	// pool: wazero cannot fail the first allocation (see callMemory.prepay).
+	// pool: wazero cannot fail the first allocation (it indexes what it
+	// gets), so a full budget must be found before it starts.
 	if !r.budget.take(p.minMemory) {
 		return Outcome{}, fmt.Errorf("%s: %w: memory: %d KiB more would pass the limit of %d KiB on all instances together",
 			manifest.FullName(program, tool), ErrHost, p.minMemory>>10, r.limits.TotalMemory>>10)

@@ -58,18 +58,6 @@ type callMemory struct {
 	more  []*linearMemory // a second memory, which wazero 1.x never makes
 }
 
-// prepay takes the instance's minimum from the budget before instantiating:
-// wazero cannot fail the first allocation (it indexes what it gets), so a
-// full budget must be found before it starts.
-func (m *callMemory) prepay(rt *Runtime, n uint64) bool {
-	m.rt = rt
-	if !rt.budget.take(n) {
-		return false
-	}
-	m.first.charged = n
-	return true
-}
-
 // Allocate implements experimental.MemoryAllocator.
 func (m *callMemory) Allocate(_, _ uint64) experimental.LinearMemory {
 	l := &m.first
@@ -112,8 +100,9 @@ type linearMemory struct {
 func (l *linearMemory) Reallocate(size uint64) []byte {
 	first := l.buf == nil
 	if size > l.charged {
-		// The first allocation cannot fail (see prepay); it is prepaid, so
-		// this is only a safeguard.
+		// The first allocation cannot fail (wazero indexes what it gets):
+		// the call took the instance's minimum before it began (call.go),
+		// so this is only a safeguard.
 		if !l.budget.take(size-l.charged) && !first {
 			return nil
 		}
