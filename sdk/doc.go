@@ -29,7 +29,8 @@
 //
 // A program may instead export its tools itself and carry a manifest written
 // by hand (examples/hello does): one //go:wasmexport berm_tool_<name>
-// function per tool, each around Handle, built with
+// function per tool, each around Handle (and Warm each from an init
+// function), built with
 //
 //	GOOS=wasip1 GOARCH=wasm go build -buildmode=c-shared -o raw.wasm .
 //

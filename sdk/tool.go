@@ -40,10 +40,11 @@ type tool struct {
 // JSON Schema of A, which berm build infers: a struct's exported fields by
 // their json names, required unless tagged omitempty or omitzero, described
 // by a `jsonschema:"..."` tag; a named type that implements Enum lists its
-// values. Registering a name twice replaces the first.
+// values. Registering a name twice replaces the first. Tool Warms fn.
 //
 // Call it from an init function or a package-level variable.
 func Tool[A, R any](name, description string, fn func(A) (R, error)) {
+	Warm(fn)
 	t := &tool{
 		name:        name,
 		description: description,

@@ -8,7 +8,16 @@ import (
 	berm "github.com/berm-dev/berm/sdk"
 )
 
-// Each tool of berm.abi.json is an export named berm_tool_<name>.
+// Each tool of berm.abi.json is an export named berm_tool_<name>, around
+// Handle; Warm readies each while the host takes its snapshot.
+
+func init() {
+	var f files
+	berm.Warm(f.read)
+	berm.Warm(f.list)
+	berm.Warm(f.search)
+	berm.Warm(f.write)
+}
 
 //go:wasmexport berm_tool_read
 func read() { berm.Handle(granted().read) }
