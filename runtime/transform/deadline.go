@@ -10,7 +10,7 @@ import (
 
 // Version names what Deadline writes: a cache of its output keys by it, and
 // it changes whenever the output for some module would.
-const Version = 4
+const Version = 5
 
 // Period is how many turns pass between two ticks. A tick calls the host,
 // which checks the call's deadline and yields the goroutine: two ticks are
@@ -53,7 +53,8 @@ var ErrUnsupported = errors.New("transform: module not rewritten")
 // weights Period describes) at every loop header, at the entry of every
 // function that calls another or whose body is 1<<CodeShift bytes or more,
 // and at every bulk operation, and a call of the import berm.deadline
-// whenever it runs out.
+// whenever it runs out. A function with loops keeps the counter in a local
+// between its calls.
 //
 // The import comes after the module's own, so every function the module
 // defines moves up by one index: every place that names one is rewritten.
@@ -591,9 +592,10 @@ func (m *rewriter) code(payload []byte, params func(int) (uint32, error)) ([]byt
 	if m.countUsed {
 		// (param $weight i32): counter -= weight, and tick when it is spent.
 		body = append(body[:0], 0) // no locals but the parameter
-		body = m.get(body)
+		global := counter{globalIndex: m.counter, local: -1}
+		body = global.get(body)
 		body = append(body, opLocalGet, 0, opI32Sub)
-		body = m.spent(body)
+		body = m.spent(body, global)
 		body = append(body, opEnd)
 		out = wasmbin.AppendULEB(out, uint64(len(body)))
 		out = append(out, body...)
@@ -614,14 +616,22 @@ const (
 	editCount = iota // count weight turns (inserted)
 	editBulk         // count the length on the stack's top (inserted)
 	editFunc         // a function index (replaced)
+	editStore        // give the global the counter a local holds (inserted)
+	editLoad         // take the counter from the global into the local (inserted)
 )
 
 // codeWeight is what n bytes of code weigh: a turn, and one per
 // 1<<CodeShift bytes.
 func codeWeight(n int) uint32 { return 1 + uint32(n>>CodeShift) }
 
-// body appends code, rewritten, to out; edits is scratch. A function with
-// bulk operations gets one more local, an i32 that holds their length.
+// body appends code, rewritten, to out; edits is scratch.
+//
+// A function with loops counts in a local of its own, which the compiler
+// keeps in a register, rather than in the global, which is two loads and a
+// store at every turn: the local takes the global's value at the entry and
+// after every call, and gives it back before every call and every way out.
+// A function with bulk operations gets one more local, an i32 that holds
+// their length.
 func (m *rewriter) body(out, code []byte, params uint32, edits []edit) ([]byte, []edit, error) {
 	r := wasmbin.NewReader(code)
 	groups := r.Count()
@@ -636,9 +646,10 @@ func (m *rewriter) body(out, code []byte, params uint32, edits []edit) ([]byte, 
 	}
 	start := r.Offset()
 	calls, bulk := false, false
-	counts := 0
+	counts, loops := 0, 0
 	// The blocks open: for a loop, its edit, which its end weighs by the
-	// bytes between; -1 for a block or an if.
+	// bytes between; -1 for a block or an if. A branch to len(open) leaves
+	// the function.
 	var open []int
 	for r.Len() > 0 {
 		at := r.Offset()
@@ -653,18 +664,38 @@ func (m *rewriter) body(out, code []byte, params uint32, edits []edit) ([]byte, 
 			open = append(open, len(edits))
 			edits = append(edits, edit{at: r.Offset(), end: r.Offset(), kind: editCount, weight: 1})
 			counts++
+			loops++
 		case opEnd:
-			if n := len(open); n > 0 {
-				if e := open[n-1]; e >= 0 {
-					edits[e].weight = codeWeight(at - edits[e].at)
-				}
-				open = open[:n-1]
+			n := len(open)
+			if n == 0 {
+				edits = append(edits, edit{at: at, end: at, kind: editStore})
+				break
+			}
+			if e := open[n-1]; e >= 0 {
+				edits[e].weight = codeWeight(at - edits[e].at)
+			}
+			open = open[:n-1]
+		case opReturn:
+			edits = append(edits, edit{at: at, end: at, kind: editStore})
+		case opBr, opBrIf, opBrTable:
+			if leaves(code[at:r.Offset()], len(open)) {
+				edits = append(edits, edit{at: at, end: at, kind: editStore})
 			}
 		case opCall, opReturnCall, opRefFunc:
 			index := wasmbin.NewReader(code[at+1:]).U32()
+			if op != opRefFunc {
+				edits = append(edits, edit{at: at, end: at, kind: editStore})
+			}
 			edits = append(edits, edit{at: at + 1, end: r.Offset(), kind: editFunc, index: index})
+			if op == opCall {
+				edits = append(edits, edit{at: r.Offset(), end: r.Offset(), kind: editLoad})
+			}
 			calls = calls || op != opRefFunc
 		case opCallIndirect, opReturnCallIndirect:
+			edits = append(edits, edit{at: at, end: at, kind: editStore})
+			if op == opCallIndirect {
+				edits = append(edits, edit{at: r.Offset(), end: r.Offset(), kind: editLoad})
+			}
 			calls = true
 		case opPrefixFC:
 			if isBulk(code[at+1:]) {
@@ -674,36 +705,95 @@ func (m *rewriter) body(out, code []byte, params uint32, edits []edit) ([]byte, 
 			}
 		}
 	}
+	dense := counts > DenseCounts
+	c := counter{globalIndex: m.counter, local: -1}
+	extra := 0 // i32 locals added: the bulk length's at locals, then the counter
 	if bulk {
-		// One more group of one i32: it comes after every other local, so
+		extra++
+	}
+	if loops > 0 && !dense {
+		c.local = int64(locals) + int64(extra)
+		extra++
+	}
+	if extra > 0 {
+		// One more group of i32s: it comes after every other local, so
 		// none moves.
 		out = wasmbin.AppendULEB(out, uint64(groups+1))
 		out = append(out, code[afterGroups:start]...)
-		out = append(out, 1, 0x7f)
+		out = append(out, byte(extra), 0x7f)
 	} else {
 		out = append(out, code[:start]...)
 	}
 	count, countBulk := m.count, m.bulk
-	if counts > DenseCounts {
+	if dense {
 		count, countBulk = m.callCount, m.callBulk
 	}
 	if weight := codeWeight(len(code) - start); calls || weight > 1 {
-		out = count(out, weight)
+		out = count(out, c.global(), c, weight)
+	} else if c.local >= 0 {
+		out = c.set(c.global().get(out))
 	}
 	at := start
 	for _, e := range edits {
 		out = append(out, code[at:e.at]...)
 		switch e.kind {
 		case editCount:
-			out = count(out, e.weight)
+			out = count(out, c, c, e.weight)
 		case editBulk:
-			out = countBulk(out, uint32(locals))
+			out = countBulk(out, c, uint32(locals))
 		case editFunc:
 			out = m.appendFunc(out, e.index)
+		case editStore:
+			if c.local >= 0 {
+				out = c.global().set(c.get(out))
+			}
+		case editLoad:
+			if c.local >= 0 {
+				out = c.set(c.global().get(out))
+			}
 		}
 		at = e.end
 	}
 	return append(out, code[at:]...), edits, nil
+}
+
+// leaves reports whether the branch instruction b, at a depth of open
+// blocks, may branch out of the function.
+func leaves(b []byte, open int) bool {
+	r := wasmbin.NewReader(b[1:])
+	if b[0] == opBrTable {
+		for range r.Count() + 1 {
+			if r.U32() == uint32(open) {
+				return true
+			}
+		}
+		return false
+	}
+	return r.U32() == uint32(open)
+}
+
+// counter is where a function body keeps the counter: the global, or a
+// local (local >= 0).
+type counter struct {
+	globalIndex uint32
+	local       int64
+}
+
+// global is the global itself, where a function's entry reads the counter.
+func (c counter) global() counter { return counter{globalIndex: c.globalIndex, local: -1} }
+
+func (c counter) get(b []byte) []byte {
+	if c.local >= 0 {
+		return wasmbin.AppendULEB(append(b, opLocalGet), uint64(c.local))
+	}
+	return wasmbin.AppendULEB(append(b, opGlobalGet), uint64(c.globalIndex))
+}
+
+func (c counter) set(b []byte) []byte {
+	if c.local >= 0 {
+		return wasmbin.AppendULEB(append(b, opLocalSet), uint64(c.local))
+	}
+	return wasmbin.AppendULEB(append(b, opGlobalSet), uint64(c.globalIndex))
 }
 
 // isBulk reports whether the 0xfc instruction whose sub-opcode starts b is
@@ -718,22 +808,24 @@ func isBulk(b []byte) bool {
 	return false
 }
 
-// count appends the instructions that count weight turns down and tick:
+// count appends the instructions that take the counter from from, count
+// weight turns down, keep it in to, and tick:
 //
-//	counter := counter - weight
-//	if counter <= 0 {
-//		counter = Period
+//	to := from - weight
+//	if to <= 0 {
+//		to = Period
 //		berm.deadline()
 //	}
-func (m *rewriter) count(b []byte, weight uint32) []byte {
-	b = m.get(b)
+func (m *rewriter) count(b []byte, from, to counter, weight uint32) []byte {
+	b = from.get(b)
 	b = wasmbin.AppendSLEB(append(b, opI32Const), int64(weight))
 	b = append(b, opI32Sub)
-	return m.spent(b)
+	return m.spent(b, to)
 }
 
-// callCount appends a call of the function that counts, with weight.
-func (m *rewriter) callCount(b []byte, weight uint32) []byte {
+// callCount appends a call of the function that counts, with weight. Only
+// count-dense functions call it, and they keep the counter in the global.
+func (m *rewriter) callCount(b []byte, _, _ counter, weight uint32) []byte {
 	m.countUsed = true
 	b = wasmbin.AppendSLEB(append(b, opI32Const), int64(weight))
 	return wasmbin.AppendULEB(append(b, opCall), uint64(m.countFunc))
@@ -742,17 +834,17 @@ func (m *rewriter) callCount(b []byte, weight uint32) []byte {
 // bulk appends the instructions that count the weight of the length on the
 // stack's top (kept there), 1 + length>>BulkShift, down, and tick when the
 // counter is spent.
-func (m *rewriter) bulk(b []byte, local uint32) []byte {
+func (m *rewriter) bulk(b []byte, c counter, local uint32) []byte {
 	b = wasmbin.AppendULEB(append(b, opLocalTee), uint64(local))
-	b = m.get(b)
+	b = c.get(b)
 	b = wasmbin.AppendULEB(append(b, opLocalGet), uint64(local))
 	b = append(b, opI32Const, BulkShift, opI32ShrU, opI32Sub, opI32Const, 1, opI32Sub)
-	return m.spent(b)
+	return m.spent(b, c)
 }
 
 // callBulk appends a call of the function that counts, with the weight of
 // the length on the stack's top (kept there).
-func (m *rewriter) callBulk(b []byte, local uint32) []byte {
+func (m *rewriter) callBulk(b []byte, _ counter, local uint32) []byte {
 	m.countUsed = true
 	b = wasmbin.AppendULEB(append(b, opLocalTee), uint64(local))
 	b = wasmbin.AppendULEB(append(b, opLocalGet), uint64(local))
@@ -760,22 +852,19 @@ func (m *rewriter) callBulk(b []byte, local uint32) []byte {
 	return wasmbin.AppendULEB(append(b, opCall), uint64(m.countFunc))
 }
 
-// spent appends, the counter's new value on the stack: set it, and if it
-// is 0 or below, set it to Period and tick.
-func (m *rewriter) spent(b []byte) []byte {
-	b = m.set(b)
-	b = m.get(b)
+// spent appends, the counter's new value on the stack: keep it in c, and if
+// it is 0 or below, set it to Period and tick. The tick reads no counter, so
+// a local need not go back to the global around it.
+func (m *rewriter) spent(b []byte, c counter) []byte {
+	if c.local >= 0 {
+		b = wasmbin.AppendULEB(append(b, opLocalTee), uint64(c.local))
+	} else {
+		b = c.set(b)
+		b = c.get(b)
+	}
 	b = append(b, opI32Const, 0, opI32LeS, opIf, blockEmpty, opI32Const)
 	b = wasmbin.AppendSLEB(b, Period)
-	b = m.set(b)
+	b = c.set(b)
 	b = wasmbin.AppendULEB(append(b, opCall), uint64(m.tick))
 	return append(b, opEnd)
-}
-
-func (m *rewriter) get(b []byte) []byte {
-	return wasmbin.AppendULEB(append(b, opGlobalGet), uint64(m.counter))
-}
-
-func (m *rewriter) set(b []byte) []byte {
-	return wasmbin.AppendULEB(append(b, opGlobalSet), uint64(m.counter))
 }

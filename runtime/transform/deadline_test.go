@@ -546,3 +546,59 @@ func TestDeadlineLabelNames(t *testing.T) {
 		t.Errorf("name section %q, want %q", names, want)
 	}
 }
+
+// TestDeadlineLocalCounter calls a function that counts in a local (it has
+// a loop) from one that counts in the global, many times: the turns the
+// callee counts must reach the global whichever way it leaves (its end,
+// return, br, br_if or br_table to the function's label), or no call would
+// ever tick. And from a caller that counts in a local too, which must take
+// the global back after each call.
+func TestDeadlineLocalCounter(t *testing.T) {
+	const turns, calls = 4096, 64
+	dec := []byte{0x20, 0, 0x41, 1, 0x6b, 0x22, 0, 0x45} // local.tee 0 (local.get 0 - 1); i32.eqz
+	loop := func(exit ...byte) []byte {
+		b := append([]byte{0, 0x03, 0x40}, dec...)
+		return append(append(b, exit...), 0x0b, 0x0b)
+	}
+	callees := map[string][]byte{
+		"end":      append([]byte{0, 0x03, 0x40}, 0x20, 0, 0x41, 1, 0x6b, 0x22, 0, 0x0d, 0, 0x0b, 0x0b),
+		"return":   loop(0x04, 0x40, 0x0f, 0x0b, 0x0c, 0),
+		"br":       loop(0x04, 0x40, 0x0c, 2, 0x0b, 0x0c, 0),
+		"br_if":    loop(0x0d, 1, 0x0c, 0),
+		"br_table": loop(0x0e, 1, 0, 1),
+	}
+	callTurns := wasmbin.AppendSLEB([]byte{0x41}, turns)
+	callTurns = append(callTurns, 0x10, 0)
+	straight := []byte{0}
+	for range calls {
+		straight = append(straight, callTurns...)
+	}
+	straight = append(straight, 0x0b)
+	ctx := context.Background()
+	run := func(t *testing.T, callee, caller []byte) {
+		module := testModule(testFunc{"", true, callee}, testFunc{"run", true, caller})
+		rewritten, err := Deadline(module)
+		if err != nil {
+			t.Fatal(err)
+		}
+		wz := wazero.NewRuntime(ctx)
+		defer wz.Close(ctx)
+		var ticks atomic.Int64
+		var stop atomic.Bool
+		tickHost(t, wz, &stop, &ticks)
+		mod, err := wz.InstantiateWithConfig(ctx, rewritten, wazero.NewModuleConfig().WithName(""))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := mod.ExportedFunction("run").Call(ctx, calls); err != nil {
+			t.Fatal(err)
+		}
+		if got, want := ticks.Load(), int64(turns*calls/Period); got < want-1 || got > want+1 {
+			t.Errorf("%d ticks, want %d", got, want)
+		}
+	}
+	for name, callee := range callees {
+		t.Run(name, func(t *testing.T) { run(t, callee, straight) })
+	}
+	t.Run("caller loops", func(t *testing.T) { run(t, callees["end"], loopOf(callTurns)) })
+}

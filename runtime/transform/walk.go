@@ -18,11 +18,16 @@ const (
 	opLoop               = 0x03
 	opIf                 = 0x04
 	opEnd                = 0x0b
+	opBr                 = 0x0c
+	opBrIf               = 0x0d
+	opBrTable            = 0x0e
+	opReturn             = 0x0f
 	opCall               = 0x10
 	opCallIndirect       = 0x11
 	opReturnCall         = 0x12
 	opReturnCallIndirect = 0x13
 	opLocalGet           = 0x20
+	opLocalSet           = 0x21
 	opLocalTee           = 0x22
 	opGlobalGet          = 0x23
 	opGlobalSet          = 0x24
