@@ -2,7 +2,8 @@
 # warm.sh measures issue 11's targets (calls that start warm) in one run: the default fast path and the plain one (BERM_PLAIN=1) side by side, with bare wazero, no deadline, native code and the Node MCP reference server as the references, then prints a table of medians, ratios and targets.
 #
 # In process (runtime/warm_bench_test.go): the tiny echo per call against
-# wazero's instantiate + call + close, the Go-built example, a SHA-256 kernel
+# wazero's instantiate + call + close, the Go-built example (back to back, and
+# with the process idle between calls, as a server is), a SHA-256 kernel
 # with its deadline against the same with none, echo calls per second on
 # every core, and the VmHWM of 1,000 echo calls held in flight. Over
 # processes: the Go example's tools/call p50 through berm serve --stdio, the

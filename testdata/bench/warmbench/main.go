@@ -101,6 +101,11 @@ func run(ctx context.Context, c config) (int, error) {
 
 	step("in-process benchmarks (runtime/warm_bench_test.go)")
 	bench := runBench(c, "^BenchmarkWarm(Echo|Go|Parallel)$", "-test.count", strconv.Itoa(c.count), "-test.benchmem")
+	// Idle between calls, and so without -benchmem, whose reads of the
+	// memory statistics at each pause would stop the world.
+	for name, metrics := range runBench(c, "^BenchmarkWarmGoIdle$", "-test.count", strconv.Itoa(c.count)) {
+		bench[name] = metrics
+	}
 	// The kernel runs a second or more a call on the plain path: fewer runs.
 	for name, metrics := range runBench(c, "^BenchmarkWarmKernel$", "-test.count", strconv.Itoa(min(c.count, 3))) {
 		bench[name] = metrics
@@ -118,6 +123,9 @@ func run(ctx context.Context, c config) (int, error) {
 			fast: bench.median("WarmGo/fast", "ns/op") * us, plain: bench.median("WarmGo/plain", "ns/op") * us,
 			ref: nan, target: "plain/fast ≥ 10", ratioName: "plain/fast",
 			ratio: func(r row) float64 { return r.plain / r.fast }, met: func(r row) bool { return r.plain/r.fast >= 10 }},
+		row{what: "Go example, 500 µs idle between calls", unit: "µs",
+			fast: bench.median("WarmGoIdle/fast", "ns/op") * us, plain: bench.median("WarmGoIdle/plain", "ns/op") * us,
+			ref: nan, ratioName: "plain/fast", ratio: func(r row) float64 { return r.plain / r.fast }},
 		row{what: "kernel 16 MiB, deadline on, in process", unit: "ms",
 			fast: bench.median("WarmKernel/fast", "ns/op") * ms, plain: bench.median("WarmKernel/plain", "ns/op") * ms,
 			ref: bench.median("WarmKernel/nodeadline", "ns/op") * ms, refName: "no deadline",
