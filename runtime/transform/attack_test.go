@@ -1,0 +1,166 @@
+package transform
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"sync/atomic"
+	"testing"
+
+	"github.com/tetratelabs/wazero"
+
+	"github.com/berm-dev/berm/internal/wasmbin"
+)
+
+// TestAttackExits calls, from the host, functions that count in a local
+// (each has a loop) and leave it in ways TestDeadlineLocalCounter does not
+// try: with results, from blocks with parameters, from an else arm, by a
+// br_table whose labels mix the loop's, a block's and the function's, after
+// unreachable code, around call_indirect and recursion. Each must give the
+// original's result, and its turns must reach the global: the instance
+// stays, so the host's calls add up to ticks.
+func TestAttackExits(t *testing.T) {
+	const turns, calls = 4096, 64
+	module, err := os.ReadFile(filepath.Join("testdata", "attack_exits.wasm"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rewritten, err := Deadline(module)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	wz := wazero.NewRuntime(ctx)
+	defer wz.Close(ctx)
+	var ticks atomic.Int64
+	var stop atomic.Bool
+	tickHost(t, wz, &stop, &ticks)
+	original, err := wz.InstantiateWithConfig(ctx, module, wazero.NewModuleConfig().WithName("original"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"br_deep", "return_else", "br_table_mixed", "br_if_multi", "indirect", "recurse", "unreachable_br"} {
+		t.Run(name, func(t *testing.T) {
+			// An instance of its own: a fresh counter, at Period.
+			mod, err := wz.InstantiateWithConfig(ctx, rewritten, wazero.NewModuleConfig().WithName(name))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer mod.Close(ctx)
+			want, err := original.ExportedFunction(name).Call(ctx, turns)
+			if err != nil {
+				t.Fatal(err)
+			}
+			before := ticks.Load()
+			for range calls {
+				got, err := mod.ExportedFunction(name).Call(ctx, turns)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if got[0] != want[0] {
+					t.Fatalf("got %d, want the original's %d", got[0], want[0])
+				}
+			}
+			if got, least := ticks.Load()-before, int64(turns*calls/Period)-1; got < least {
+				t.Errorf("%d ticks for %d turns, want %d or more", got, turns*calls, least)
+			}
+		})
+	}
+}
+
+// TestAttackLeafCalls is a loop whose body is calls of a leaf function:
+// one of no calls and no loop, under 1<<CodeShift bytes, which its entry
+// does not count. The loop's header weighs the loop's own bytes, one turn,
+// while each turn runs 480 leaves of a turn's worth of code each: the
+// turns between two ticks are 480 times what Period means. With a leaf of
+// slow instructions (TestDeadlineAttackLeafCalls in the runtime's tests)
+// a call with a deadline of 200 ms ran 13 s.
+func TestAttackLeafCalls(t *testing.T) {
+	t.Skip("bug: calls of uncounted leaf functions weigh nothing in their caller's count: a loop of them ticks 480x too seldom")
+	const turns, leafCalls = 2 * Period, 480
+	leaf := append([]byte{0}, make([]byte, 1000)...) // 1,000 nops
+	for i := 1; i < len(leaf); i++ {
+		leaf[i] = 0x01
+	}
+	leaf = append(leaf, 0x0b)
+	var body []byte
+	for range leafCalls {
+		body = append(body, 0x10, 0) // call the leaf
+	}
+	module := testModule(testFunc{"", false, leaf}, testFunc{"run", true, loopOf(body)})
+	if n := len(loopOf(body)); n >= 1<<CodeShift {
+		t.Fatalf("the loop's body is %d bytes, want one turn's weight", n)
+	}
+	rewritten, err := Deadline(module)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	wz := wazero.NewRuntime(ctx)
+	defer wz.Close(ctx)
+	var ticks atomic.Int64
+	var stop atomic.Bool
+	tickHost(t, wz, &stop, &ticks)
+	mod, err := wz.InstantiateWithConfig(ctx, rewritten, wazero.NewModuleConfig().WithName(""))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := mod.ExportedFunction("run").Call(ctx, turns); err != nil {
+		t.Fatal(err)
+	}
+	// Each leaf call runs up to a turn's worth of code.
+	if got, least := ticks.Load(), int64(turns*leafCalls/Period/2); got < least {
+		t.Errorf("%d ticks for %d leaf calls of ~1 KiB each, want %d or more", got, turns*leafCalls, least)
+	}
+}
+
+// TestAttackLocals gives a function that counts in a local many locals of
+// its own, so that the counter's index (and the bulk length's, when the loop
+// fills too) takes more LEB bytes, in several groups of several types: the
+// rewrite must stay valid and count every turn.
+func TestAttackLocals(t *testing.T) {
+	const turns, calls = 4096, 16
+	for _, locals := range []uint64{0, 126, 127, 128, 16382, 16383, 16384, 70000} {
+		for _, bulk := range []bool{false, true} {
+			// The locals: as many i32 as asked beside the parameter, then
+			// an i64 and an f64 in groups of their own.
+			body := wasmbin.AppendULEB([]byte{3}, locals)
+			body = append(body, 0x7f, 1, 0x7e, 1, 0x7c)
+			var inner []byte
+			if bulk {
+				inner = []byte{0x41, 0, 0x41, 0, 0x41, 16, 0xfc, 11, 0} // memory.fill 0 0 16
+			}
+			// The last i32 local, then the i64, are set every turn.
+			last := wasmbin.AppendULEB([]byte{0x21}, locals)
+			inner = append(append(inner, 0x20, 0), last...)
+			inner = append(inner, 0x42, 1)
+			inner = wasmbin.AppendULEB(append(inner, 0x21), locals+1)
+			loop := loopOf(inner)
+			body = append(body, loop[1:]...)
+			module := testModule(testFunc{"run", true, body})
+			rewritten, err := Deadline(module)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx := context.Background()
+			wz := wazero.NewRuntime(ctx)
+			var ticks atomic.Int64
+			var stop atomic.Bool
+			tickHost(t, wz, &stop, &ticks)
+			mod, err := wz.InstantiateWithConfig(ctx, rewritten, wazero.NewModuleConfig().WithName(""))
+			if err != nil {
+				wz.Close(ctx)
+				t.Fatalf("%d locals, bulk %v: %v", locals, bulk, err)
+			}
+			for range calls {
+				if _, err := mod.ExportedFunction("run").Call(ctx, turns); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if got, least := ticks.Load(), int64(turns*calls/Period)-1; got < least {
+				t.Errorf("%d locals, bulk %v: %d ticks, want %d or more", locals, bulk, got, least)
+			}
+			wz.Close(ctx)
+		}
+	}
+}
