@@ -42,4 +42,7 @@
 // Every function here is a syscall of ABI.md, made while a tool runs. During
 // _initialize (package initialization, in Go) a host links only berm.log:
 // do not call the others from init functions or package-level variables.
+// Tool and Warm run the JSON methods of a tool's argument and result types
+// then, on zero values; a syscall other than Log from one of them panics
+// there, which Warm recovers, rather than trap.
 package berm

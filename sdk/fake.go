@@ -53,7 +53,7 @@ type FakeHost struct {
 	staged []byte
 }
 
-// The host that hostcall reaches: there is one per process, as there is one
+// The host that hostSyscall reaches: there is one per process, as there is one
 // per instance on WebAssembly.
 var (
 	runMu   sync.Mutex
@@ -76,7 +76,7 @@ func (h *FakeHost) Run(tool func()) {
 // as Run does.
 func (h *FakeHost) RunTool(name string) { h.Run(func() { Run(name) }) }
 
-func hostcall(number uint64, ptr unsafe.Pointer, n uint32) uint64 {
+func hostSyscall(number uint64, ptr unsafe.Pointer, n uint32) uint64 {
 	h := current
 	if h == nil {
 		panic("berm: no host: off WebAssembly, call tools inside FakeHost.Run")

@@ -1,6 +1,10 @@
 package berm
 
-import "encoding/json"
+import (
+	"encoding/json"
+	"sync/atomic"
+	"unsafe"
+)
 
 // Handle runs one tool call through fn: it decodes the arguments into an A,
 // and gives fn's result, or fails with its error's message. A string or
@@ -50,10 +54,17 @@ func Handle[A, R any](fn func(A) (R, error)) {
 // example it was three quarters of a call.
 //
 // Warm encodes a zero A and R and decodes the A back, so any MarshalJSON or
-// UnmarshalJSON of theirs runs on a zero value; what fails or panics there
-// is left for the call to meet.
+// UnmarshalJSON of theirs runs on a zero value, during initialization; what
+// fails or panics there is left for the call to meet, and so is any syscall
+// but Log (the only one a host links during _initialize, where any other
+// would trap): it panics while Warm runs. A result of an interface type is
+// readied only as nil; the type it holds is learnt at each call.
 func Warm[A, R any](func(A) (R, error)) {
-	defer func() { _ = recover() }()
+	warming.Add(1)
+	defer func() {
+		warming.Add(-1)
+		_ = recover()
+	}()
 	var args A
 	if b, err := json.Marshal(args); err == nil {
 		_ = json.Unmarshal(b, &args)
@@ -64,4 +75,20 @@ func Warm[A, R any](func(A) (R, error)) {
 	default:
 		_, _ = json.Marshal(r)
 	}
+}
+
+// warming is how many Warms are running; hostcall refuses syscalls then.
+var warming atomic.Int32
+
+// errWarming is what a syscall panics with while Warm runs.
+const errWarming = "berm: a syscall from a tool type's JSON method while Warm runs: only Log reaches the host during initialization"
+
+// hostcall makes a syscall through the host (hostSyscall), unless Warm is
+// running and it is not Log: then it panics, which Warm recovers, where a
+// host would trap the instance, which nothing recovers.
+func hostcall(number uint64, ptr unsafe.Pointer, n uint32) uint64 {
+	if number != sysLog && warming.Load() > 0 {
+		panic(errWarming)
+	}
+	return hostSyscall(number, ptr, n)
 }

@@ -119,3 +119,30 @@ func TestWarmPanic(t *testing.T) {
 type panicky struct{ p *int }
 
 func (v panicky) MarshalJSON() ([]byte, error) { return []byte(strconv.Itoa(*v.p)), nil }
+
+// TestWarmSyscall checks that a JSON method that makes a syscall other than
+// Log does not reach the host while Warm runs: on WebAssembly, during
+// _initialize, the host would trap the instance, which nothing recovers. At
+// the call, it does.
+func TestWarmSyscall(t *testing.T) {
+	h := &FakeHost{}
+	tool := func(struct{}) (stamped, error) { return stamped{}, nil }
+	h.Run(func() { Warm(tool) })
+	if len(h.Store) != 0 {
+		t.Fatalf("store %v after Warm: a syscall reached the host", h.Store)
+	}
+	h.Run(func() { Handle(tool) })
+	if string(h.Result) != `"stamped"` || string(h.Store["stamp"]) != "1" {
+		t.Errorf("result %q, store %q after the call; want the method's syscall made", h.Result, h.Store)
+	}
+}
+
+// stamped's MarshalJSON makes a syscall.
+type stamped struct{}
+
+func (stamped) MarshalJSON() ([]byte, error) {
+	if err := Set("stamp", []byte("1")); err != nil {
+		return nil, err
+	}
+	return []byte(`"stamped"`), nil
+}

@@ -4,9 +4,9 @@ package berm
 
 import "unsafe"
 
-// hostcall is the one function a program imports from the host:
+// hostSyscall is the one function a program imports from the host:
 // (import "berm" "syscall" (func (param i64 i32 i32) (result i64))).
 //
 //go:wasmimport berm syscall
 //go:noescape
-func hostcall(number uint64, ptr unsafe.Pointer, n uint32) uint64
+func hostSyscall(number uint64, ptr unsafe.Pointer, n uint32) uint64
