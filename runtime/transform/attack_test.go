@@ -70,13 +70,12 @@ func TestAttackExits(t *testing.T) {
 
 // TestAttackLeafCalls is a loop whose body is calls of a leaf function:
 // one of no calls and no loop, under 1<<CodeShift bytes, which its entry
-// does not count. The loop's header weighs the loop's own bytes, one turn,
-// while each turn runs 480 leaves of a turn's worth of code each: the
-// turns between two ticks are 480 times what Period means. With a leaf of
-// slow instructions (TestDeadlineAttackLeafCalls in the runtime's tests)
-// a call with a deadline of 200 ms ran 13 s.
+// does not count. Each call must weigh a turn in the loop's count: when the
+// loop's header weighed only the loop's own bytes, one turn, each turn ran
+// 480 leaves of a turn's worth of code each, and with a leaf of slow
+// instructions (TestDeadlineAttackLeafCalls in the runtime's tests) a call
+// with a deadline of 200 ms ran 13 s.
 func TestAttackLeafCalls(t *testing.T) {
-	t.Skip("bug: calls of uncounted leaf functions weigh nothing in their caller's count: a loop of them ticks 480x too seldom")
 	const turns, leafCalls = 2 * Period, 480
 	leaf := append([]byte{0}, make([]byte, 1000)...) // 1,000 nops
 	for i := 1; i < len(leaf); i++ {

@@ -10,7 +10,7 @@ import (
 
 // Version names what Deadline writes: a cache of its output keys by it, and
 // it changes whenever the output for some module would.
-const Version = 5
+const Version = 6
 
 // Period is how many turns pass between two ticks. A tick calls the host,
 // which checks the call's deadline and yields the goroutine: two ticks are
@@ -19,8 +19,9 @@ const Version = 5
 // Each place that counts weighs the work it stands for, so that no work goes
 // uncounted however it is shaped: a loop header 1 turn plus one per
 // 1<<CodeShift bytes of the loop's body (straight-line code runs once per
-// turn of its loop), a function's entry 1 plus one per 1<<CodeShift bytes of
-// its body, a bulk operation 1 plus one per 1<<BulkShift bytes or entries.
+// turn of its loop), one per call in it and one per 1<<AccessShift loads and
+// stores in it; a function's entry likewise for its body outside loops; a
+// bulk operation 1 plus one per 1<<BulkShift bytes or entries.
 const Period = 1 << 14
 
 // BulkShift weighs bulk operations (memory.fill, memory.copy, memory.init and
@@ -33,8 +34,15 @@ const BulkShift = 12
 // than a fill of 1<<BulkShift bytes. A function whose body is shorter, and
 // that calls none, ends within that and is not counted at its entry: that
 // keeps the count off the small leaf functions compilers call in inner
-// loops.
+// loops; a call of one is a turn of its caller's count instead.
 const CodeShift = 10
+
+// AccessShift weighs loads and stores: one turn per 1<<AccessShift of them
+// in a loop's or a function's body. An access that misses every cache and
+// the TLB costs hundreds of nanoseconds, so that a loop of 1 KiB of loads
+// chasing pointers through a large memory, one turn by its bytes, would
+// otherwise tick a second apart.
+const AccessShift = 5
 
 // TickModule and TickName are the import Deadline adds: a function of no
 // parameters and no results that the host provides. A program cannot import
@@ -610,6 +618,18 @@ type edit struct {
 	kind    byte // editCount with weight, editBulk, or editFunc with index
 	index   uint32
 	weight  uint32
+	work    work // of a loop's count: what its body holds outside inner loops
+}
+
+// work is what a loop's body, or a function's outside its loops, holds that
+// its bytes do not weigh.
+type work struct {
+	calls, accesses int
+}
+
+// weight is what n bytes of code holding w weigh.
+func (w work) weight(n int) uint32 {
+	return codeWeight(n) + uint32(w.calls) + uint32(w.accesses>>AccessShift)
 }
 
 const (
@@ -648,14 +668,27 @@ func (m *rewriter) body(out, code []byte, params uint32, edits []edit) ([]byte, 
 	calls, bulk := false, false
 	counts, loops := 0, 0
 	// The blocks open: for a loop, its edit, which its end weighs by the
-	// bytes between; -1 for a block or an if. A branch to len(open) leaves
-	// the function.
+	// bytes between and their work; -1 for a block or an if. A branch to
+	// len(open) leaves the function.
 	var open []int
+	var outside work // the function's outside its loops
+	// inner is the work of the innermost loop open, or the function's.
+	inner := func() *work {
+		for i := len(open) - 1; i >= 0; i-- {
+			if e := open[i]; e >= 0 {
+				return &edits[e].work
+			}
+		}
+		return &outside
+	}
 	for r.Len() > 0 {
 		at := r.Offset()
 		op, err := skipInstruction(r)
 		if err != nil {
 			return nil, nil, err
+		}
+		if isAccess(code[at:r.Offset()]) {
+			inner().accesses++
 		}
 		switch op {
 		case opBlock, opIf:
@@ -672,7 +705,7 @@ func (m *rewriter) body(out, code []byte, params uint32, edits []edit) ([]byte, 
 				break
 			}
 			if e := open[n-1]; e >= 0 {
-				edits[e].weight = codeWeight(at - edits[e].at)
+				edits[e].weight = edits[e].work.weight(at - edits[e].at)
 			}
 			open = open[:n-1]
 		case opReturn:
@@ -690,12 +723,16 @@ func (m *rewriter) body(out, code []byte, params uint32, edits []edit) ([]byte, 
 			if op == opCall {
 				edits = append(edits, edit{at: r.Offset(), end: r.Offset(), kind: editLoad})
 			}
-			calls = calls || op != opRefFunc
+			if op != opRefFunc {
+				inner().calls++
+				calls = true
+			}
 		case opCallIndirect, opReturnCallIndirect:
 			edits = append(edits, edit{at: at, end: at, kind: editStore})
 			if op == opCallIndirect {
 				edits = append(edits, edit{at: r.Offset(), end: r.Offset(), kind: editLoad})
 			}
+			inner().calls++
 			calls = true
 		case opPrefixFC:
 			if isBulk(code[at+1:]) {
@@ -728,7 +765,7 @@ func (m *rewriter) body(out, code []byte, params uint32, edits []edit) ([]byte, 
 	if dense {
 		count, countBulk = m.callCount, m.callBulk
 	}
-	if weight := codeWeight(len(code) - start); calls || weight > 1 {
+	if weight := outside.weight(len(code) - start); calls || weight > 1 {
 		out = count(out, c.global(), c, weight)
 	} else if c.local >= 0 {
 		out = c.set(c.global().get(out))
@@ -794,6 +831,19 @@ func (c counter) set(b []byte) []byte {
 		return wasmbin.AppendULEB(append(b, opLocalSet), uint64(c.local))
 	}
 	return wasmbin.AppendULEB(append(b, opGlobalSet), uint64(c.globalIndex))
+}
+
+// isAccess reports whether the instruction b is a load or a store of
+// memory.
+func isAccess(b []byte) bool {
+	switch op := b[0]; {
+	case op >= 0x28 && op <= 0x3e:
+		return true
+	case op == 0xfd: // SIMD: v128 loads and stores, load_lane, store_lane
+		sub := wasmbin.NewReader(b[1:]).U32()
+		return sub <= 11 || sub >= 84 && sub <= 93
+	}
+	return false
 }
 
 // isBulk reports whether the 0xfc instruction whose sub-opcode starts b is

@@ -466,13 +466,22 @@ func TestDeadlineWeights(t *testing.T) {
 	}{
 		// 1 for the loop, 1 for the fill.
 		{"short fills", []testFunc{{"run", true, loopOf(fill(4095))}}, 2 * Period, 4},
-		// 1 for the loop, 3 for the leaf's entry (2049 bytes).
+		// 1 for the loop, 1 for its call, 3 for the leaf's entry (2049
+		// bytes).
 		{"large leaf", []testFunc{
 			{"", false, append(append([]byte{0}, nops(2048)...), 0x0b)},
 			{"run", true, loopOf([]byte{0x10, 0})},
-		}, Period, 4},
+		}, Period, 5},
 		// 1 + 4 KiB: 5 for the loop.
 		{"large loop", []testFunc{{"run", true, loopOf(nops(4096))}}, Period, 5},
+		// 1 for the loop, 64 for its calls of a 1-byte leaf.
+		{"leaf calls", []testFunc{
+			{"", false, []byte{0, 0x0b}},
+			{"run", true, loopOf(bytes.Repeat([]byte{0x10, 0}, 64))},
+		}, Period, 65},
+		// 1 for the loop, 1 for its bytes (320 loads of 6 bytes with their
+		// address and drop: 1.9 KiB), 10 for its loads.
+		{"loads", []testFunc{{"run", true, loopOf(bytes.Repeat([]byte{0x41, 0, 0x28, 2, 0, 0x1a}, 320))}}, Period, 12},
 		// 3 for the loop (2.5 KiB), 257 fills of 1.
 		{"dense fills", []testFunc{{"run", true, loopOf(denseFills)}}, 256, 256 * (DenseCounts + 1 + 3) / Period},
 	}
