@@ -33,19 +33,21 @@ type buildTimes struct {
 
 // buildOutput is what `berm build --json` prints.
 type buildOutput struct {
-	Path   string   `json:"path"`
-	Digest string   `json:"digest"`
-	Size   int      `json:"size"`
-	Tools  []string `json:"tools"`
+	Path     string   `json:"path"`
+	Digest   string   `json:"digest"`
+	Size     int      `json:"size"`
+	Tools    []string `json:"tools"`
+	Warnings []string `json:"warnings,omitempty"` // also printed to stderr
 }
 
 const buildHelp = `Builds the program of the project in DIR (the current directory by default),
-attaches its manifest, checks the image as berm deploy would, writes it to
-berm.toml's wasm, and prints its path and digest. The same sources build the
-same bytes with the same Go.
+attaches its manifest, checks the image as berm deploy would (running its
+_initialize, without grants, to warn if it traps or cannot be snapshotted),
+writes it to berm.toml's wasm, and prints its path and digest. The same
+sources build the same bytes with the same Go.
 
    berm build
-   berm build --json ./notes       # {"path", "digest", "size", "tools"}
+   berm build --json ./notes       # {"path", "digest", "size", "tools", "warnings"}
 
 Go (lang = "go", the default): the package in DIR is built with the go
 command on your PATH (GOOS=wasip1 GOARCH=wasm -buildmode=c-shared -trimpath
@@ -84,7 +86,7 @@ func newBuildCommand(e *env) *cli.Command {
 		ArgsUsage:   "[DIR]",
 		Description: buildHelp,
 		Flags: []cli.Flag{
-			&cli.BoolFlag{Name: "json", Usage: `print {"path", "digest", "size", "tools"}`},
+			&cli.BoolFlag{Name: "json", Usage: `print {"path", "digest", "size", "tools", "warnings"}`},
 		},
 		Action: func(ctx context.Context, cmd *cli.Command) error {
 			if cmd.Args().Len() > 1 {
@@ -103,6 +105,9 @@ func runBuild(ctx context.Context, e *env, opts buildOptions, dir string) error 
 	res, err := buildProject(ctx, opts, dir)
 	if err != nil {
 		return err
+	}
+	for _, w := range res.Warnings {
+		fmt.Fprintf(e.stderr, "berm: warning: %s\n", printable(w))
 	}
 	if opts.json {
 		return writeJSON(e, res)
@@ -165,7 +170,7 @@ func buildProject(ctx context.Context, opts buildOptions, dir string) (buildOutp
 	if name == "" {
 		name = nameFromFile(p.Wasm)
 	}
-	m, err := checkImage(ctx, opts.root, name, image)
+	m, warnings, err := checkImage(ctx, opts.root, name, image)
 	if err != nil {
 		return buildOutput{}, err
 	}
@@ -173,36 +178,44 @@ func buildProject(ctx context.Context, opts buildOptions, dir string) (buildOutp
 	if err := writeFileAtomic(p.Wasm, image); err != nil {
 		return buildOutput{}, err
 	}
-	return buildOutput{Path: p.Wasm, Digest: manifest.Digest(image), Size: len(image), Tools: m.ToolNames()}, nil
+	return buildOutput{Path: p.Wasm, Digest: manifest.Digest(image), Size: len(image), Tools: m.ToolNames(), Warnings: warnings}, nil
 }
 
 // checkImage checks an image as berm deploy would (the ABI, this host's
 // limits and syscalls, MCP's names and schemas), compiling it into the
-// root's cache so that the deploy after is quick. It deploys nothing.
-func checkImage(ctx context.Context, root, name string, image []byte) (*manifest.Manifest, error) {
+// root's cache so that the deploy after is quick, and runs its _initialize
+// as deploy does, to warn of a trap or a refused snapshot. It deploys
+// nothing.
+func checkImage(ctx context.Context, root, name string, image []byte) (*manifest.Manifest, []string, error) {
 	// Only the root's cache is wanted, never --state's database: a build
 	// deploys nothing.
 	var st store.State
 	if root != "" {
 		var err error
 		if st, err = openState(ctx, root, "", createRoot); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 	}
 	rt, err := newRuntime(ctx, root, st, runtimeConfig{depth: runtime.DefaultCallDepth})
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	defer rt.Close(ctx)
 	prepared, err := rt.Prepare(ctx, name, image, nil)
 	if err != nil {
-		return nil, fmt.Errorf("build: the image: %w", err)
+		return nil, nil, fmt.Errorf("build: the image: %w", err)
 	}
 	defer prepared.Close()
 	if err := mcpserve.Checker(mcpserve.Underscore)(name, prepared.Manifest); err != nil {
-		return nil, fmt.Errorf("build: the image: %w", err)
+		return nil, nil, fmt.Errorf("build: the image: %w", err)
 	}
-	return prepared.Manifest, nil
+	// Without grants: a deploy's may let _initialize do what this one
+	// cannot.
+	var warnings []string
+	if why := prepared.Warm(ctx); why != "" {
+		warnings = append(warnings, name+": "+why)
+	}
+	return prepared.Manifest, warnings, nil
 }
 
 // buildOtherModule builds a Rust or C program with the functions of

@@ -137,6 +137,28 @@ func TestBuildRefusesUndeclared(t *testing.T) {
 	}
 }
 
+// TestBuildWarnsInitialize: berm build runs _initialize, as berm deploy
+// does, and warns when it traps.
+func TestBuildWarnsInitialize(t *testing.T) {
+	needGo(t)
+	ctx := context.Background()
+	module, payload, err := buildGoModule(ctx, filepath.Join("testdata", "build", "inittrap"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	image, err := manifest.Attach(module, payload)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, warnings, err := checkImage(ctx, t.TempDir(), "inittrap", image)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(warnings) != 1 || !strings.Contains(warnings[0], "inittrap: _initialize trapped: ") || !strings.Contains(warnings[0], "berm.now") {
+		t.Errorf("warnings %q, want one that _initialize traps, naming berm.now", warnings)
+	}
+}
+
 // mainHere runs the command line in this process, in the current directory.
 func mainHere(t *testing.T, root string, args ...string) (stdout, stderr string, code int) {
 	t.Helper()
@@ -182,7 +204,7 @@ func TestNewBuildDeployRun(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &built); err != nil {
 		t.Fatal(err)
 	}
-	if built.Path != filepath.Join(proj, "notes.wasm") || !strings.HasPrefix(built.Digest, "sha256:") || strings.Join(built.Tools, ",") != "count" {
+	if built.Path != filepath.Join(proj, "notes.wasm") || !strings.HasPrefix(built.Digest, "sha256:") || strings.Join(built.Tools, ",") != "count" || built.Warnings != nil {
 		t.Errorf("build = %+v", built)
 	}
 	if out, errOut, code = mainHere(t, root, "deploy"); code != 0 || strings.TrimSpace(out) != built.Digest {
