@@ -2,6 +2,7 @@ package transform
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"sync/atomic"
@@ -68,51 +69,6 @@ func TestAttackExits(t *testing.T) {
 	}
 }
 
-// TestAttackLeafCalls is a loop whose body is calls of a leaf function:
-// one of no calls and no loop, under 1<<CodeShift bytes, which its entry
-// does not count. Each call must weigh a turn in the loop's count: when the
-// loop's header weighed only the loop's own bytes, one turn, each turn ran
-// 480 leaves of a turn's worth of code each, and with a leaf of slow
-// instructions (TestDeadlineAttackLeafCalls in the runtime's tests) a call
-// with a deadline of 200 ms ran 13 s.
-func TestAttackLeafCalls(t *testing.T) {
-	const turns, leafCalls = 2 * Period, 480
-	leaf := append([]byte{0}, make([]byte, 1000)...) // 1,000 nops
-	for i := 1; i < len(leaf); i++ {
-		leaf[i] = 0x01
-	}
-	leaf = append(leaf, 0x0b)
-	var body []byte
-	for range leafCalls {
-		body = append(body, 0x10, 0) // call the leaf
-	}
-	module := testModule(testFunc{"", false, leaf}, testFunc{"run", true, loopOf(body)})
-	if n := len(loopOf(body)); n >= 1<<CodeShift {
-		t.Fatalf("the loop's body is %d bytes, want one turn's weight", n)
-	}
-	rewritten, err := Deadline(module)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx := context.Background()
-	wz := wazero.NewRuntime(ctx)
-	defer wz.Close(ctx)
-	var ticks atomic.Int64
-	var stop atomic.Bool
-	tickHost(t, wz, &stop, &ticks)
-	mod, err := wz.InstantiateWithConfig(ctx, rewritten, wazero.NewModuleConfig().WithName(""))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := mod.ExportedFunction("run").Call(ctx, turns); err != nil {
-		t.Fatal(err)
-	}
-	// Each leaf call runs up to a turn's worth of code.
-	if got, least := ticks.Load(), int64(turns*leafCalls/Period/2); got < least {
-		t.Errorf("%d ticks for %d leaf calls of ~1 KiB each, want %d or more", got, turns*leafCalls, least)
-	}
-}
-
 // TestAttackLocals gives a function that counts in a local many locals of
 // its own, so that the counter's index (and the bulk length's, when the loop
 // fills too) takes more LEB bytes, in several groups of several types: the
@@ -136,30 +92,17 @@ func TestAttackLocals(t *testing.T) {
 			inner = wasmbin.AppendULEB(append(inner, 0x21), locals+1)
 			loop := loopOf(inner)
 			body = append(body, loop[1:]...)
-			module := testModule(testFunc{"run", true, body})
-			rewritten, err := Deadline(module)
-			if err != nil {
-				t.Fatal(err)
-			}
-			ctx := context.Background()
-			wz := wazero.NewRuntime(ctx)
-			var ticks atomic.Int64
-			var stop atomic.Bool
-			tickHost(t, wz, &stop, &ticks)
-			mod, err := wz.InstantiateWithConfig(ctx, rewritten, wazero.NewModuleConfig().WithName(""))
-			if err != nil {
-				wz.Close(ctx)
-				t.Fatalf("%d locals, bulk %v: %v", locals, bulk, err)
-			}
-			for range calls {
-				if _, err := mod.ExportedFunction("run").Call(ctx, turns); err != nil {
-					t.Fatal(err)
+			t.Run(fmt.Sprintf("%d locals, bulk %v", locals, bulk), func(t *testing.T) {
+				mod, ticks := ticking(t, testModule(testFunc{"run", true, body}))
+				for range calls {
+					if _, err := mod.ExportedFunction("run").Call(context.Background(), turns); err != nil {
+						t.Fatal(err)
+					}
 				}
-			}
-			if got, least := ticks.Load(), int64(turns*calls/Period)-1; got < least {
-				t.Errorf("%d locals, bulk %v: %d ticks, want %d or more", locals, bulk, got, least)
-			}
-			wz.Close(ctx)
+				if got, least := ticks.Load(), int64(turns*calls/Period)-1; got < least {
+					t.Errorf("%d ticks, want %d or more", got, least)
+				}
+			})
 		}
 	}
 }

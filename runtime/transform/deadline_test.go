@@ -108,6 +108,27 @@ func tickHost(tb testing.TB, wz wazero.Runtime, stop *atomic.Bool, ticks *atomic
 	}
 }
 
+// ticking instantiates module, rewritten, in a runtime of its own with the
+// tick, and returns the instance and its count of ticks.
+func ticking(t *testing.T, module []byte) (api.Module, *atomic.Int64) {
+	t.Helper()
+	rewritten, err := Deadline(module)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	wz := wazero.NewRuntime(ctx)
+	t.Cleanup(func() { wz.Close(ctx) })
+	var ticks atomic.Int64
+	var stop atomic.Bool
+	tickHost(t, wz, &stop, &ticks)
+	mod, err := wz.InstantiateWithConfig(ctx, rewritten, wazero.NewModuleConfig().WithName(""))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return mod, &ticks
+}
+
 // TestDeadlineStops runs programs that never end, has the tick trap from
 // another goroutine's word, and expects each to stop soon after. The start
 // function runs at instantiation, and is stopped the same way.
@@ -479,6 +500,16 @@ func TestDeadlineWeights(t *testing.T) {
 			{"", false, []byte{0, 0x0b}},
 			{"run", true, loopOf(bytes.Repeat([]byte{0x10, 0}, 64))},
 		}, Period, 65},
+		// 1 for the loop, 480 for its calls of a leaf of 1,000 nops, which
+		// its entry does not count: a tick each 35 turns. When a call
+		// weighed nothing, each turn ran 480 leaves of a turn's worth of
+		// code each, and with a leaf of slow instructions
+		// (TestDeadlineAttackLeafCalls in the runtime's tests) a call with
+		// a deadline of 200 ms ran 13 s.
+		{"leaf calls of 1 KiB", []testFunc{
+			{"", false, append(append([]byte{0}, nops(1000)...), 0x0b)},
+			{"run", true, loopOf(bytes.Repeat([]byte{0x10, 0}, 480))},
+		}, Period, Period / (Period/481 + 1)},
 		// 1 for the loop, 1 for its bytes (320 loads of 6 bytes with their
 		// address and drop: 1.9 KiB), 10 for its loads.
 		{"loads", []testFunc{{"run", true, loopOf(bytes.Repeat([]byte{0x41, 0, 0x28, 2, 0, 0x1a}, 320))}}, Period, 12},
@@ -488,20 +519,7 @@ func TestDeadlineWeights(t *testing.T) {
 	ctx := context.Background()
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			module := testModule(tt.funcs...)
-			rewritten, err := Deadline(module)
-			if err != nil {
-				t.Fatal(err)
-			}
-			wz := wazero.NewRuntime(ctx)
-			defer wz.Close(ctx)
-			var ticks atomic.Int64
-			var stop atomic.Bool
-			tickHost(t, wz, &stop, &ticks)
-			mod, err := wz.InstantiateWithConfig(ctx, rewritten, wazero.NewModuleConfig().WithName(""))
-			if err != nil {
-				t.Fatal(err)
-			}
+			mod, ticks := ticking(t, testModule(tt.funcs...))
 			if _, err := mod.ExportedFunction("run").Call(ctx, uint64(tt.n)); err != nil {
 				t.Fatal(err)
 			}
@@ -583,23 +601,9 @@ func TestDeadlineLocalCounter(t *testing.T) {
 		straight = append(straight, callTurns...)
 	}
 	straight = append(straight, 0x0b)
-	ctx := context.Background()
 	run := func(t *testing.T, callee, caller []byte) {
-		module := testModule(testFunc{"", true, callee}, testFunc{"run", true, caller})
-		rewritten, err := Deadline(module)
-		if err != nil {
-			t.Fatal(err)
-		}
-		wz := wazero.NewRuntime(ctx)
-		defer wz.Close(ctx)
-		var ticks atomic.Int64
-		var stop atomic.Bool
-		tickHost(t, wz, &stop, &ticks)
-		mod, err := wz.InstantiateWithConfig(ctx, rewritten, wazero.NewModuleConfig().WithName(""))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := mod.ExportedFunction("run").Call(ctx, calls); err != nil {
+		mod, ticks := ticking(t, testModule(testFunc{"", true, callee}, testFunc{"run", true, caller}))
+		if _, err := mod.ExportedFunction("run").Call(context.Background(), calls); err != nil {
 			t.Fatal(err)
 		}
 		if got, want := ticks.Load(), int64(turns*calls/Period); got < want-1 || got > want+1 {
