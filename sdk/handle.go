@@ -77,7 +77,9 @@ func Warm[A, R any](func(A) (R, error)) {
 	}
 }
 
-// warming is how many Warms are running; hostcall refuses syscalls then.
+// warming is how many Warms are running; hostcall refuses syscalls then,
+// from any goroutine: Warm belongs in package initialization, which runs on
+// one.
 var warming atomic.Int32
 
 // errWarming is what a syscall panics with while Warm runs.
