@@ -24,10 +24,11 @@ func cancelled() context.Context {
 }
 
 // The deadline's countdown is a global that transform.Deadline adds after
-// transform.Snapshot listed the mutable globals a reset sets back, so a
-// pooled instance keeps it from call to call: where a call's first tick
-// falls tells it how many turns the calls before it counted, modulo the
-// period. Here the caller reads it without timing: probe, run under a
+// transform.Snapshot listed the mutable globals a reset sets back; kept by
+// a pooled instance from call to call, where a call's first tick falls
+// would tell it how many turns the calls before it counted, modulo the
+// period (so Deadline exports it, and a reset sets it back). Here the
+// caller reads it without timing: probe, run under a
 // cancelled context, returns only if none of its 10,000 turns ticks, which
 // holds in a new instance (16,384 to go) and fails after burn's 10,000.
 // A program reads the same by timing its own turns: each tick is a host
@@ -36,7 +37,6 @@ func TestAttackDeadlineCountCarries(t *testing.T) {
 	if plainEnv {
 		t.Skip("the plain path has no countdown: wazero stops a cancelled call at once")
 	}
-	t.Skip("bug: the deadline's countdown global is not among the globals a reset sets back")
 	rt := poolRuntime(t, runtime.Options{})
 	deployPoolFile(t, rt, "tick", "attack2_tick.wasm", nil)
 	probe := func() error {
@@ -70,15 +70,12 @@ func count(t *testing.T, rt *runtime.Runtime) uint32 {
 
 // wazero opens a granted directory's preopen at its first use, whatever
 // the WASI function and whether it succeeds, and the instance then holds
-// it open: a path_open that fails (ENOENT) is not a change the pool
-// watches, so an instance in which a call touched the directory is kept,
-// holding one of the directory's sandbox.MaxOpenFiles. A later call counts
-// what it can open: one fewer for each idle instance an earlier call left
-// so. On the plain path every instance is closed after its call.
+// it open: were a path_open that fails (ENOENT) not a change the pool
+// watches, an instance in which a call touched the directory would be
+// kept, holding one of the directory's sandbox.MaxOpenFiles. A later call
+// counts what it can open: one fewer for each idle instance an earlier call
+// left so. On the plain path every instance is closed after its call.
 func TestAttackPreopenHeldByIdle(t *testing.T) {
-	if !plainEnv {
-		t.Skip("bug: a WASI call that fails after wazero opened the preopen lazily keeps the instance, holding the directory open")
-	}
 	dir := t.TempDir()
 	if err := os.WriteFile(filepath.Join(dir, "f"), []byte("x"), 0o600); err != nil {
 		t.Fatal(err)
@@ -109,17 +106,14 @@ func errno(t *testing.T, rt *runtime.Runtime, tool string) uint32 {
 
 // fd_readdir reads a directory's entries into its descriptor's cursor
 // before it writes them to memory; when the write fails (EFAULT) the call
-// fails, which the pool does not count as a change, and the next call in
-// the instance finds the cursor where the failed read left it: reading
+// fails, and were that not counted as a change, the next call in the
+// instance would find the cursor where the failed read left it: reading
 // from cookie 3 gives ENOENT in a directory descriptor nothing has read
 // (the plain path, and a new instance) and succeeds in this one. A
 // program can carry a number from call to call this way: the entries one
 // read asks for, which the next finds by trying cookies (a probe that
 // fails keeps the instance too).
 func TestAttackReaddirCursorCarries(t *testing.T) {
-	if !plainEnv {
-		t.Skip("bug: a watched WASI function that fails after changing state (fd_readdir's EFAULT) keeps the instance")
-	}
 	dir := t.TempDir()
 	if err := os.WriteFile(filepath.Join(dir, "f"), []byte("x"), 0o600); err != nil {
 		t.Fatal(err)

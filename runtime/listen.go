@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"context"
+	"strings"
 
 	"github.com/tetratelabs/wazero/api"
 	"github.com/tetratelabs/wazero/experimental"
@@ -37,33 +38,82 @@ func (f hostListeners) NewFunctionListener(def api.FunctionDefinition) experimen
 	l := &hostListener{r: f.r}
 	if names := def.ExportNames(); f.wasi && len(names) > 0 {
 		l.changes = watchedWASI[names[0]]
+		l.descriptor = takesDescriptor(names[0])
 	}
 	return l
 }
 
 // hostListener checks a call's end before each host function runs.
 type hostListener struct {
-	r       *Runtime
-	changes bool // a watched WASI function: see Call.wasiChanged
+	r          *Runtime
+	changes    bool // a watched WASI function: see Call.wasiChanged
+	descriptor bool // a WASI function whose first parameter is a descriptor
 }
 
-func (l *hostListener) Before(ctx context.Context, _ api.Module, _ api.FunctionDefinition, _ []uint64, _ experimental.StackIterator) {
+// Before notes a WASI function about to run on a descriptor past the
+// standard streams, for After.
+func (l *hostListener) Before(ctx context.Context, _ api.Module, _ api.FunctionDefinition, params []uint64, _ experimental.StackIterator) {
 	l.r.checkRunning(ctx)
+	if l.descriptor && len(params) > 0 && uint32(params[0]) > 2 {
+		if c, _ := ctx.Value(callKey{}).(*Call); c != nil {
+			c.wasiDescriptor = true
+		}
+	}
 }
 
-// After marks the call's instance changed when a watched function succeeded
-// (errno 0): one that failed changed nothing. Go's runtime, at init, asks
-// for non-blocking standard streams (fd_fdstat_set_flags on 0, 1 and 2),
-// which berm's streams refuse with ENOSYS; counting the attempt would cost
-// every Go program its snapshot and its pooled instances.
+// takesDescriptor reports whether the WASI function name's first parameter
+// is a descriptor that it may open or change, which is all but the
+// preopens' names.
+func takesDescriptor(name string) bool {
+	switch {
+	case name == "fd_prestat_get", name == "fd_prestat_dir_name":
+		return false
+	case strings.HasPrefix(name, "fd_"), strings.HasPrefix(name, "path_"), strings.HasPrefix(name, "sock_"):
+		return true
+	}
+	return false
+}
+
+// After marks the call's instance changed:
+//   - after a function on a descriptor past the standard streams, unless
+//     the descriptor is not there (EBADF), whatever else comes of it:
+//     wazero opens a granted directory at the first touch of its
+//     descriptor, which an idle instance would then hold of the
+//     directory's open files, and a function may change a descriptor
+//     before it fails (fd_readdir moves its cursor, then faults writing the
+//     entries). The preopens' names are read without opening them, as Go's
+//     and wasi-libc's initialization do;
+//   - after a watched function that succeeded (errno 0) on a standard
+//     stream, where one that failed changed nothing. Go's runtime, at init,
+//     asks for non-blocking standard streams (fd_fdstat_set_flags on 0, 1
+//     and 2), which berm's streams refuse with ENOSYS; counting the attempt
+//     would cost every Go program its snapshot and its pooled instances.
 func (l *hostListener) After(ctx context.Context, _ api.Module, _ api.FunctionDefinition, results []uint64) {
-	if !l.changes || len(results) > 0 && results[0] != 0 {
+	if !l.changes && !l.descriptor {
 		return
 	}
-	if c, _ := ctx.Value(callKey{}).(*Call); c != nil {
+	c, _ := ctx.Value(callKey{}).(*Call)
+	if c == nil {
+		return
+	}
+	errno := uint64(0)
+	if len(results) > 0 {
+		errno = results[0]
+	}
+	if c.wasiDescriptor {
+		c.wasiDescriptor = false
+		if errno != errnoBADF {
+			c.wasiChanged = true
+		}
+		return
+	}
+	if l.changes && errno == 0 {
 		c.wasiChanged = true
 	}
 }
+
+// errnoBADF is WASI's EBADF: no such descriptor.
+const errnoBADF = 8
 
 func (*hostListener) Abort(context.Context, api.Module, api.FunctionDefinition, error) {}
 

@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/berm-dev/berm/runtime/transform"
 	"github.com/tetratelabs/wazero/api"
 	"github.com/tetratelabs/wazero/experimental"
 )
@@ -185,18 +186,24 @@ func (r *Runtime) newInstance(ctx context.Context, c *Call, charge uint64) (*ins
 	return inst, nil
 }
 
-// record notes what inst starts as, which reset puts back.
+// record notes what inst starts as, which reset puts back: its memory, the
+// program's mutable globals, and the deadline's counter (when the program
+// was compiled with it), whose value one call leaves would tell the next
+// when its first tick falls.
 func (inst *instance) record(p *Program) error {
 	inst.size = inst.mod.Memory().Size()
 	inst.mem.first.settle(p.image)
-	inst.globals = make([]api.MutableGlobal, len(p.globals))
-	inst.values = make([]uint64, len(p.globals))
-	for i, g := range p.globals {
+	inst.globals = make([]api.MutableGlobal, 0, len(p.globals)+1)
+	inst.values = make([]uint64, 0, len(p.globals)+1)
+	for _, g := range p.globals {
 		mg, ok := inst.mod.ExportedGlobal(g.Name).(api.MutableGlobal)
 		if !ok {
 			return fmt.Errorf("%w: global %s: not exported mutable", ErrHost, g.Name)
 		}
-		inst.globals[i], inst.values[i] = mg, mg.Get()
+		inst.globals, inst.values = append(inst.globals, mg), append(inst.values, mg.Get())
+	}
+	if mg, ok := inst.mod.ExportedGlobal(transform.CounterExport).(api.MutableGlobal); ok {
+		inst.globals, inst.values = append(inst.globals, mg), append(inst.values, mg.Get())
 	}
 	return nil
 }

@@ -80,11 +80,12 @@ type Call struct {
 	failed       bool
 	staged       []byte
 	syscall      string // the host syscall running, for RefuseHost
-	// wasiChanged is set when a WASI function that changes what the
-	// instance holds outside its memory and globals (watchedWASI) succeeded
-	// in the call or its _initialize: the instance cannot be reset, only
-	// discarded, and such an _initialize cannot be snapshotted.
-	wasiChanged bool
+	// wasiChanged is set when a WASI function may have changed what the
+	// instance holds outside its memory and globals (listen.go) in the call
+	// or its _initialize: the instance cannot be reset, only discarded, and
+	// such an _initialize cannot be snapshotted. wasiDescriptor is set while
+	// a WASI function runs on a descriptor past the standard streams.
+	wasiChanged, wasiDescriptor bool
 
 	logs *logBudget // the top-level call's, shared by nested calls
 	// stdout and stderr of a WASI program, into the log.

@@ -10,7 +10,7 @@ import (
 
 // Version names what Deadline writes: a cache of its output keys by it, and
 // it changes whenever the output for some module would.
-const Version = 6
+const Version = 7
 
 // Period is how many turns pass between two ticks. A tick calls the host,
 // which checks the call's deadline and yields the goroutine: two ticks are
@@ -44,6 +44,12 @@ const CodeShift = 10
 // otherwise tick a second apart.
 const AccessShift = 5
 
+// CounterExport is the name Deadline exports its counter under, so that the
+// host can set it back between calls: what one call leaves of it would
+// tell the next when its first tick falls. A module that exports the name
+// itself is not rewritten.
+const CounterExport = "berm.deadline.count"
+
 // TickModule and TickName are the import Deadline adds: a function of no
 // parameters and no results that the host provides. A program cannot import
 // it itself, since a deploy refuses every import from berm but berm.syscall.
@@ -62,7 +68,7 @@ var ErrUnsupported = errors.New("transform: module not rewritten")
 // function that calls another or whose body is 1<<CodeShift bytes or more,
 // and at every bulk operation, and a call of the import berm.deadline
 // whenever it runs out. A function with loops keeps the counter in a local
-// between its calls.
+// between its calls. The counter is exported as CounterExport.
 //
 // The import comes after the module's own, so every function the module
 // defines moves up by one index: every place that names one is rewritten.
@@ -141,10 +147,8 @@ func deadline(module []byte) ([]byte, error) {
 		wasmbin.SectionImport: imports.encode(),
 		wasmbin.SectionGlobal: global.encode(),
 	}
-	if p := payload(wasmbin.SectionExport); p != nil {
-		if replaced[wasmbin.SectionExport], err = m.exports(p); err != nil {
-			return nil, err
-		}
+	if replaced[wasmbin.SectionExport], err = m.exports(payload(wasmbin.SectionExport)); err != nil {
+		return nil, err
 	}
 	if p := payload(wasmbin.SectionStart); p != nil {
 		r := wasmbin.NewReader(p)
@@ -192,7 +196,7 @@ func deadline(module []byte) ([]byte, error) {
 	// when the module has none, go where the format orders them.
 	added := map[byte]bool{}
 	addBefore := func(rank int) {
-		for _, id := range []byte{wasmbin.SectionType, wasmbin.SectionImport, wasmbin.SectionGlobal} {
+		for _, id := range []byte{wasmbin.SectionType, wasmbin.SectionImport, wasmbin.SectionGlobal, wasmbin.SectionExport} {
 			if sections[id] == nil && !added[id] && order(id) < rank {
 				b = wasmbin.AppendSection(b, id, replaced[id])
 				added[id] = true
@@ -439,13 +443,21 @@ func (m *rewriter) globals(payload []byte) (vector, error) {
 	return v, nil
 }
 
-// exports returns the export section with its functions moved.
+// exports returns the export section (payload, which may be empty) with its
+// functions moved and the counter exported as CounterExport.
 func (m *rewriter) exports(payload []byte) ([]byte, error) {
 	r := wasmbin.NewReader(payload)
-	n := r.Count()
-	b := wasmbin.AppendULEB(make([]byte, 0, len(payload)+8), uint64(n))
+	n := 0
+	if len(payload) > 0 {
+		n = r.Count()
+	}
+	b := wasmbin.AppendULEB(make([]byte, 0, len(payload)+32), uint64(n+1))
 	for range n {
-		b = wasmbin.AppendName(b, r.Name())
+		name := r.Name()
+		if name == CounterExport {
+			return nil, fmt.Errorf("export section: the module exports %s itself", CounterExport)
+		}
+		b = wasmbin.AppendName(b, name)
 		kind := r.Byte()
 		index := r.U32()
 		b = append(b, kind)
@@ -457,7 +469,8 @@ func (m *rewriter) exports(payload []byte) ([]byte, error) {
 	if !r.Done() {
 		return nil, errors.New("export section")
 	}
-	return b, nil
+	b = append(wasmbin.AppendName(b, CounterExport), 0x03) // a global
+	return wasmbin.AppendULEB(b, uint64(m.counter)), nil
 }
 
 // elements returns the element section with its functions moved: those of

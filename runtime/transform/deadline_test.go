@@ -314,7 +314,9 @@ func TestDeadlineDense(t *testing.T) {
 	if got, want := ticks.Load(), int64(1000*(DenseCounts+2)/Period); got != want {
 		t.Errorf("%d ticks, want %d", got, want)
 	}
-	if len(rewritten) > len(b)+(DenseCounts+2)*4+64 {
+	// 4 bytes a count, and what every rewrite adds (the import, the
+	// global, its export, the function that counts).
+	if len(rewritten) > len(b)+(DenseCounts+2)*4+96 {
 		t.Errorf("%d bytes rewritten into %d: the count is inline", len(b), len(rewritten))
 	}
 }
@@ -353,6 +355,8 @@ func TestDeadlineRefuses(t *testing.T) {
 		"unknown op":    "\x00asm\x01\x00\x00\x00\x0a\x05\x01\x03\x00\x06\x0b",
 		"two globals":   "\x00asm\x01\x00\x00\x00\x06\x01\x00\x06\x01\x00",
 		"code trailing": "\x00asm\x01\x00\x00\x00\x0a\x05\x01\x02\x00\x0b\x00",
+		// Its memory exported under the counter's name.
+		"counter's name": "\x00asm\x01\x00\x00\x00\x05\x03\x01\x00\x01\x07\x17\x01\x13" + CounterExport + "\x02\x00",
 	}
 	for name, module := range tests {
 		t.Run(name, func(t *testing.T) {
