@@ -76,16 +76,17 @@ its first call, and every call starts from a copy of the state it left, which
 saves the initialization's time on each call (milliseconds for Go). Deploy
 runs it too, to check that it can be snapshotted, and warns when it cannot.
 What _initialize read from the host is then frozen from its first call on:
-the clock, random seeds (Go's math/rand repeats its sequence from call to
-call), the environment. Randomness a call asks for itself (crypto/rand) stays
-fresh. --init-each-call runs _initialize at the start of every call instead,
+the clock, random seeds (the top-level functions of Go's math/rand and
+math/rand/v2 return the same numbers at every call), the environment.
+Randomness a call asks for itself (crypto/rand, or a generator the tool seeds
+from it) stays fresh. --init-each-call runs _initialize at the start of every call instead,
 at that cost, so that it reads them afresh. Reading an environment variable
 from berm's own environment (--allow-env NAME) does the same.
 
 ` + grantsHelp,
 		Flags: append(append([]cli.Flag{
 			&cli.StringFlag{Name: "example", Usage: "deploy the embedded example `NAME` (under that name unless NAME is given)"},
-			&cli.BoolFlag{Name: "json", Usage: `print {"name", "digest", "tools", "source"}`},
+			&cli.BoolFlag{Name: "json", Usage: `print {"name", "digest", "tools", "source", "grants", "syscalls", "calls", "imports", "warnings"}`},
 			&cli.BoolFlag{Name: "init-each-call", Usage: "run the program's _initialize at the start of every call instead of once at the first (see Initialization, above)"},
 		}, registryFlags()...), append(serverFlags(), grantFlags()...)...),
 		Action: func(ctx context.Context, cmd *cli.Command) error {

@@ -193,7 +193,7 @@ func printReach(w io.Writer, reach, granted []string) {
 func initEachCall(g *sandbox.Grants) bool { return g != nil && g.InitEachCall }
 
 // startLine says when a deployment's _initialize runs, for berm deploy and
-// berm inspect; shown only when it is not the usual once at deploy.
+// berm inspect; shown only when it is not the usual once per process.
 const startLine = "_initialize at every call (--init-each-call)"
 
 // imports lists a manifest's imports as module.name.

@@ -28,7 +28,8 @@ GRANTS (what the deployment lets it reach: ro:/dir, rw:/dir, env:NAME,
 net:host, args:N, cwd:/dir; - for nothing) and SOURCE (the file, reference
 or example it was deployed from); and INIT before SOURCE when a program is
 deployed with --init-each-call (each-call: its _initialize runs at every
-call; - for the usual once per process). --json has every grant in full.
+call; - for the others, whose _initialize runs once per process, unless its
+snapshot is refused, as berm deploy warns). --json has every grant in full.
 
    berm ls
    berm ls --json | jq -r '.[].name'

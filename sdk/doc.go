@@ -39,6 +39,13 @@
 // Off WebAssembly the package talks to a FakeHost instead, so that a
 // program's tools run under plain go test.
 //
+// berm runs package initialization once per process and starts every call
+// from a snapshot of the state it left, so what initialization reads from
+// the host is the same at every call: the clock, the environment, and the
+// numbers of math/rand's and math/rand/v2's top-level functions. A tool that
+// needs fresh randomness asks crypto/rand. (berm deploy --init-each-call
+// runs initialization at every call instead.)
+//
 // Every function here is a syscall of ABI.md, made while a tool runs. During
 // _initialize (package initialization, in Go) a host links only berm.log:
 // do not call the others from init functions or package-level variables.

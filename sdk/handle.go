@@ -54,11 +54,12 @@ func Handle[A, R any](fn func(A) (R, error)) {
 // example it was three quarters of a call.
 //
 // Warm encodes a zero A and R and decodes the A back, so any MarshalJSON or
-// UnmarshalJSON of theirs runs on a zero value, during initialization; what
-// fails or panics there is left for the call to meet, and so is any syscall
-// but Log (the only one a host links during _initialize, where any other
-// would trap): it panics while Warm runs. A result of an interface type is
-// readied only as nil; the type it holds is learnt at each call.
+// UnmarshalJSON of theirs runs on a zero value, during initialization. If
+// one fails or panics there, Warm ignores it and the call meets it. A
+// syscall other than Log made from one of them panics while Warm runs
+// (Warm recovers it) rather than trap the instance: a host links only Log
+// during _initialize. A result of an interface type is readied only as
+// nil; the type it holds is learnt at each call.
 func Warm[A, R any](func(A) (R, error)) {
 	warming.Add(1)
 	defer func() {
