@@ -78,7 +78,8 @@ func TestGrantsRecordedAndServed(t *testing.T) {
 		t.Fatalf("served %+v, want no grants", p)
 	}
 
-	// --init-each-call is a setting, not a grant: dropping it drops none.
+	// --init-each-call is a setting, not a grant: dropping it drops none,
+	// and says so.
 	if _, err := svc.Deploy(context.Background(), "echo", echo, "", &sandbox.Grants{InitEachCall: true}); err != nil {
 		t.Fatal(err)
 	}
@@ -86,8 +87,9 @@ func TestGrantsRecordedAndServed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if w := strings.Join(again.Warnings, "\n"); strings.Contains(w, "had grants") {
-		t.Errorf("a redeploy without --init-each-call warns %q, want no word of grants", w)
+	if w := strings.Join(again.Warnings, "\n"); strings.Contains(w, "had grants") ||
+		!strings.Contains(w, "echo ran _initialize at every call (--init-each-call) and this deployment does not") {
+		t.Errorf("a redeploy without --init-each-call warns %q, want that it is dropped, and no word of grants", w)
 	}
 }
 

@@ -196,6 +196,9 @@ func (s *Service) Deploy(ctx context.Context, name string, image []byte, source 
 	if len(before.Lines()) > 0 && len(prepared.Grants.Lines()) == 0 {
 		info.Warnings = append(info.Warnings, fmt.Sprintf("%s had grants (%s) and this deployment grants nothing: they are dropped", name, before.Short()))
 	}
+	if before != nil && before.InitEachCall && !prepared.Grants.InitEachCall {
+		info.Warnings = append(info.Warnings, fmt.Sprintf("%s ran _initialize at every call (--init-each-call) and this deployment does not: it runs once per process again", name))
+	}
 	s.mu.Lock()
 	started := s.started
 	var p *Program
