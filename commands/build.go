@@ -213,7 +213,8 @@ func checkImage(ctx context.Context, root, name string, image []byte) (*manifest
 	// cannot.
 	var warnings []string
 	if why := prepared.Warm(ctx); why != "" {
-		warnings = append(warnings, name+": "+why)
+		warnings = append(warnings, name+": "+why,
+			"berm build runs _initialize without grants; berm deploy runs it again with the deployment's")
 	}
 	return prepared.Manifest, warnings, nil
 }

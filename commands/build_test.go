@@ -154,8 +154,9 @@ func TestBuildWarnsInitialize(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(warnings) != 1 || !strings.Contains(warnings[0], "inittrap: _initialize trapped: ") || !strings.Contains(warnings[0], "berm.now") {
-		t.Errorf("warnings %q, want one that _initialize traps, naming berm.now", warnings)
+	if len(warnings) != 2 || !strings.Contains(warnings[0], "inittrap: _initialize trapped: ") || !strings.Contains(warnings[0], "berm.now") ||
+		!strings.Contains(warnings[1], "without grants") {
+		t.Errorf("warnings %q, want one that _initialize traps, naming berm.now, and that it ran without grants", warnings)
 	}
 }
 

@@ -19,7 +19,7 @@ func TestDeployWarnsInitEachCall(t *testing.T) {
 	}
 	root := t.TempDir()
 	fat := filepath.Join("..", "runtime", "testdata", "init_fat.wasm")
-	want := "berm: warning: fat: _initialize left more than 16 MiB of memory, the most a snapshot may hold; _initialize runs at each call instead"
+	want := "berm: warning: fat: _initialize left more than 16 MiB of memory, the most a snapshot may hold (leave less, or build the rest in the tool); _initialize runs at each call instead"
 	out := berm(t, root, "deploy", "fat", fat)
 	if !strings.Contains(out, want) {
 		t.Errorf("deploy output:\n%s\nwant the line %q", out, want)

@@ -127,6 +127,10 @@ func (r *Runtime) run(ctx context.Context, c *Call, i int) error {
 	return err
 }
 
+// errInitialize marks what _initialize met at the start of a call, before
+// the tool ran.
+var errInitialize = errors.New("_initialize")
+
 // endedByClose marks err as Close's doing when the runtime is closing: on
 // the plain path wazero ends a call with exit code 0, which must not read as
 // proc_exit(0) and a success, nor as a trap.
@@ -143,6 +147,10 @@ func (r *Runtime) hostError(ctx context.Context, full string, err error) error {
 	switch {
 	case errors.Is(err, ErrClosed):
 		return fmt.Errorf("%s: %w", full, ErrClosed)
+	case errors.Is(err, errInitialize) && (errors.Is(ctx.Err(), context.DeadlineExceeded) ||
+		errors.As(err, &exit) && exit.ExitCode() == sys.ExitCodeDeadlineExceeded):
+		return fmt.Errorf("%s: %w: _initialize, which this program runs at the start of each call, ran past %s before the tool started",
+			full, ErrDeadline, r.limits.Deadline)
 	case errors.Is(ctx.Err(), context.DeadlineExceeded):
 		return r.deadlineError(full)
 	case errors.As(err, &exit) && exit.ExitCode() == sys.ExitCodeDeadlineExceeded:

@@ -168,7 +168,7 @@ func (r *Runtime) newInstance(ctx context.Context, c *Call, charge uint64) (*ins
 	case p.Manifest.Initialize:
 		c.initializing = true
 		if _, ierr := mod.ExportedFunction("_initialize").Call(ctx); ierr != nil {
-			err = fmt.Errorf("_initialize: %w", ierr)
+			err = fmt.Errorf("%w: %w", errInitialize, ierr)
 		}
 		c.initializing = false
 	}

@@ -257,7 +257,7 @@ func (r *Runtime) warm(ctx context.Context, p *Program) string {
 
 // initEachCall is why a snapshot was refused, and what follows.
 func initEachCall(why string) string {
-	return why + "; _initialize runs at each call instead"
+	return why + "; _initialize runs at each call instead (berm deploy --init-each-call chooses that without this warning)"
 }
 
 // snapshot runs _initialize in an instance of p under its deployment's
@@ -286,7 +286,7 @@ func (r *Runtime) snapshot(ctx context.Context, p *Program, globals []transform.
 	if err == nil {
 		why = func() string {
 			if c.wasiChanged {
-				return "_initialize changed what its instance holds outside its memory (a WASI descriptor opened, closed, read or moved), which a snapshot cannot hold"
+				return "_initialize changed what its instance holds outside its memory (a WASI descriptor opened, closed, read or moved), which a snapshot cannot hold: read files in the tool, or embed them in the program (Go's //go:embed)"
 			}
 			mod := inst.mod
 			mem := mod.Memory()
@@ -299,7 +299,7 @@ func (r *Runtime) snapshot(ctx context.Context, p *Program, globals []transform.
 			// image over the bound would cost is not spent.
 			b = b[:imageLength(b)]
 			if len(b) > maxImageHeld {
-				return fmt.Sprintf("_initialize left more than %d MiB of memory, the most a snapshot may hold",
+				return fmt.Sprintf("_initialize left more than %d MiB of memory, the most a snapshot may hold (leave less, or build the rest in the tool)",
 					maxImageHeld>>20)
 			}
 			size = uint64(mem.Size())
@@ -326,7 +326,7 @@ func (r *Runtime) snapshot(ctx context.Context, p *Program, globals []transform.
 		return initEachCall(why)
 	case err == nil:
 	case errors.Is(ctx.Err(), context.DeadlineExceeded):
-		return initEachCall(fmt.Sprintf("_initialize did not finish within %s, the most a snapshot waits", deadline))
+		return initEachCall(fmt.Sprintf("_initialize did not finish within %s, the most a snapshot waits (make it quicker, or do that work in the tool)", deadline))
 	case errors.Is(ctx.Err(), context.Canceled) || r.closing.Load():
 		return initEachCall(fmt.Sprintf("the snapshot of _initialize was stopped: %v", firstLine(err)))
 	default:

@@ -327,6 +327,22 @@ func TestSnapshotSlowInit(t *testing.T) {
 	}
 }
 
+// A call whose _initialize, run at its start, takes the whole deadline
+// (2 s against 500 ms) says so, not that the tool ran past it.
+func TestSnapshotInitPastDeadline(t *testing.T) {
+	for _, m := range startModes() {
+		t.Run(m.name, func(t *testing.T) {
+			rt := startRuntime(t, m.plain, nil, runtime.Limits{Deadline: 500 * time.Millisecond})
+			deployGrants(t, rt, m, "slow", "init_slow.wasm", nil)
+			_, err := rt.Call(context.Background(), "slow", "t", []byte(`{}`))
+			want := "slow.t: deadline exceeded: _initialize, which this program runs at the start of each call, ran past 500ms before the tool started"
+			if !errors.Is(err, runtime.ErrDeadline) || err.Error() != want {
+				t.Errorf("got %v, want %q", err, want)
+			}
+		})
+	}
+}
+
 // An _initialize that leaves more memory than a snapshot may hold (20 MiB
 // filled, against 16 MiB) runs at each call instead: the program holds no
 // image of it, and its calls see what _initialize filled.

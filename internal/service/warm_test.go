@@ -43,7 +43,7 @@ func TestDeployWarnsRefusedSnapshot(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := "fat: _initialize left more than 16 MiB of memory, the most a snapshot may hold; _initialize runs at each call instead"
+	want := "fat: _initialize left more than 16 MiB of memory, the most a snapshot may hold (leave less, or build the rest in the tool); _initialize runs at each call instead"
 	if w := strings.Join(info.Warnings, "\n"); !strings.Contains(w, want) {
 		t.Errorf("warnings %q, want %q", info.Warnings, want)
 	}
