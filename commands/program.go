@@ -26,6 +26,9 @@ type runtimeConfig struct {
 	// kv holds the programs' data; nil means the store's.
 	kv  host.KV
 	log func(ctx context.Context, program, tool string, line []byte)
+	// refused receives why a program's _initialize is not snapshotted; nil
+	// gives it to logger, as a warning.
+	refused func(ctx context.Context, program, why string)
 	// logger receives the host's errors a program is not shown (its
 	// data's I/O); nil discards them.
 	logger *slog.Logger
@@ -45,15 +48,21 @@ func newRuntime(ctx context.Context, root string, st store.State, cfg runtimeCon
 	}
 	cacheDir := cacheDir(root, st, cfg.logger)
 	opts := &runtime.Options{
-		CacheDir:     cacheDir,
-		Limits:       cfg.limits,
-		Imports:      []runtime.HostModule{host.WASI()},
-		ModuleConfig: host.ModuleConfig(),
-		Log:          cfg.log,
-		Observer:     cfg.observer,
+		CacheDir:        cacheDir,
+		Limits:          cfg.limits,
+		Imports:         []runtime.HostModule{host.WASI()},
+		ModuleConfig:    host.ModuleConfig(),
+		Log:             cfg.log,
+		SnapshotRefused: cfg.refused,
+		Observer:        cfg.observer,
 		// Everything as it came, for comparing and for getting round a
 		// fault of the fast paths (runtime.Options.Plain).
 		Plain: os.Getenv("BERM_PLAIN") == "1",
+	}
+	if cfg.logger != nil && opts.SnapshotRefused == nil {
+		opts.SnapshotRefused = func(ctx context.Context, program, why string) {
+			cfg.logger.WarnContext(ctx, "snapshot refused", "program", program, "why", why)
+		}
 	}
 	if cfg.logger != nil {
 		// What a program is not shown of a host failure, the operator is.

@@ -113,11 +113,9 @@ func runRun(ctx context.Context, e *env, opts runOptions, args []string) error {
 		if onTerminal {
 			text = printable(text)
 		}
-		if note, ok := hostNote(tool, text); ok {
-			fmt.Fprintf(e.stderr, "berm: warning: %s: %s\n", program, note)
-			return
-		}
 		fmt.Fprintf(e.stderr, "%s.%s: %s\n", program, tool, text)
+	}, refused: func(_ context.Context, program, why string) {
+		fmt.Fprintf(e.stderr, "berm: warning: %s: %s\n", program, printable(why))
 	}, logger: stderrLogger(e)}
 	if t.deployed == nil {
 		// A file or reference has no deployment, so no data of its own:
@@ -184,17 +182,6 @@ func missingTool(ctx context.Context, e *env, opts runOptions, arg string) error
 		}
 	}
 	return err
-}
-
-// hostNote tells the runtime's own notes on a program (why its _initialize
-// was not snapshotted), which come through the program's log with tool ""
-// (runtime.Options.Log), from the program's lines, and returns the note
-// without its "berm: ".
-func hostNote(tool, line string) (string, bool) {
-	if tool != "" {
-		return "", false
-	}
-	return strings.CutPrefix(line, "berm: ")
 }
 
 // stderrLogger logs the host's errors that a program is not shown, for the

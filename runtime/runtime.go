@@ -127,10 +127,12 @@ type Options struct {
 	// host.ModuleConfig and the nil default do.
 	ModuleConfig wazero.ModuleConfig
 	// Log receives each berm.log line, and the line that says how many were
-	// dropped past Limits.MaxLogLines or MaxLogBytes; and, with tool "",
-	// which no tool is named, the runtime's own notes on a program (why its
-	// _initialize is not snapshotted), each beginning "berm: ".
+	// dropped past Limits.MaxLogLines or MaxLogBytes.
 	Log func(ctx context.Context, program, tool string, line []byte)
+	// SnapshotRefused receives why a program's _initialize is not
+	// snapshotted (Program.Warm's answer), once, at its first call: for the
+	// operator, not for the program's callers, who see only its own lines.
+	SnapshotRefused func(ctx context.Context, program, why string)
 	// HostError receives the error of a host syscall's Func (or its panic)
 	// for the host's log. The program and its callers see only that the
 	// syscall met a host error: the error may name the host's files.
@@ -166,6 +168,7 @@ type Runtime struct {
 	hostModules  map[string]*hostModule
 	log          func(ctx context.Context, program, tool string, line []byte)
 	hostErr      func(ctx context.Context, program, tool string, err error)
+	refused      func(ctx context.Context, program, why string)
 	observer     Observer
 	budget       memoryBudget
 	regions      regionPool
@@ -213,6 +216,7 @@ func New(ctx context.Context, maxCallDepth int, syscalls []Syscall, opts *Option
 		hostModules:  map[string]*hostModule{},
 		log:          opts.Log,
 		hostErr:      opts.HostError,
+		refused:      opts.SnapshotRefused,
 		observer:     opts.Observer,
 		programs:     map[string]*Program{},
 	}

@@ -245,7 +245,9 @@ func (r *Runtime) warm(ctx context.Context, p *Program) string {
 	}
 	why := r.snapshot(ctx, p, w.Globals)
 	if why != "" {
-		r.logHost(ctx, p, "berm: "+why)
+		if r.refused != nil {
+			r.refused(ctx, p.Name, why)
+		}
 		return why
 	}
 	if p.pooled {
@@ -357,11 +359,4 @@ func (p *Program) restore(mod api.Module) error {
 		mod.ExportedGlobal(g.Name).(api.MutableGlobal).Set(p.values[i])
 	}
 	return nil
-}
-
-// logHost writes a line of the host's about p to the log.
-func (r *Runtime) logHost(ctx context.Context, p *Program, line string) {
-	if r.log != nil {
-		r.log(ctx, p.Name, "", []byte(line)) // no tool is named ""; a program's own lines cannot pass for it
-	}
 }

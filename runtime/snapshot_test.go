@@ -167,11 +167,18 @@ func TestSnapshotFreezesInit(t *testing.T) {
 }
 
 // An _initialize that traps in the snapshot does not fail the deploy: it
-// runs at each call instead, which fails as it always has, and the log says
-// why, once.
+// runs at each call instead, which fails as it always has, and
+// Options.SnapshotRefused hears why, once; the program's log does not.
 func TestSnapshotInitTraps(t *testing.T) {
-	var l logged
-	rt := startRuntime(t, false, l.log)
+	var l, refused logged
+	rt := newRuntimeDepth(t, runtime.DefaultCallDepth, host.Syscalls(memoryKV{}), &runtime.Options{
+		Imports:      []runtime.HostModule{host.WASI()},
+		ModuleConfig: host.ModuleConfig(),
+		Log:          l.log,
+		SnapshotRefused: func(ctx context.Context, program, why string) {
+			refused.log(ctx, program, "", []byte(why))
+		},
+	})
 	deploy(t, rt, "bad-init", "init_syscall.wasm")
 	for range 2 {
 		out, err := rt.Call(context.Background(), "bad-init", "t", []byte(`{}`))
@@ -182,8 +189,11 @@ func TestSnapshotInitTraps(t *testing.T) {
 	if os.Getenv("BERM_PLAIN") == "1" {
 		return
 	}
-	if logs := l.take(); len(logs) != 1 || !strings.HasPrefix(logs[0], "bad-init.: berm: _initialize trapped: ") || !strings.Contains(logs[0], "at each call instead, where it will likely trap again") {
-		t.Errorf("log %q, want one line on why _initialize runs at each call", logs)
+	if notes := refused.take(); len(notes) != 1 || !strings.HasPrefix(notes[0], "bad-init.: _initialize trapped: ") || !strings.Contains(notes[0], "at each call instead, where it will likely trap again") {
+		t.Errorf("refusals %q, want one on why _initialize runs at each call", notes)
+	}
+	if logs := l.take(); len(logs) != 0 {
+		t.Errorf("the program's log %q, want nothing of berm's", logs)
 	}
 }
 
