@@ -74,7 +74,9 @@ Initialization: a program that exports _initialize (a Go program, say) is
 initialized once in each process that serves it (berm serve, berm run), at
 its first call, and every call starts from a copy of the state it left, which
 saves the initialization's time on each call (milliseconds for Go). Deploy
-runs it too, to check that it can be snapshotted, and warns when it cannot.
+runs it too, with the deployment's grants (what it writes to a granted
+directory, it writes then too), to check that it can be snapshotted, and
+warns when it cannot.
 What _initialize read from the host is then frozen from its first call on:
 the clock, random seeds (the top-level functions of Go's math/rand and
 math/rand/v2 return the same numbers at every call), the environment.
