@@ -58,12 +58,27 @@ func TestAttackDeadlineCountCarries(t *testing.T) {
 	}
 }
 
-// count calls fsleak.count: how many files its call could open.
-func count(t *testing.T, rt *runtime.Runtime) uint32 {
+// fsleak is a runtime with attack2_fs deployed as fsleak, granted a
+// directory of one file at /data.
+func fsleak(t *testing.T) *runtime.Runtime {
 	t.Helper()
-	out, err := rt.Call(context.Background(), "fsleak", "count", []byte(`{}`))
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "f"), []byte("x"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	rt := poolRuntime(t, runtime.Options{})
+	deployPoolFile(t, rt, "fsleak", "attack2_fs.wasm",
+		&sandbox.Grants{Dirs: []sandbox.Dir{{Host: dir, Guest: "/data"}}})
+	return rt
+}
+
+// fsleakWord calls fsleak's tool, which answers a number: how many files it
+// could open (count), or a WASI errno.
+func fsleakWord(t *testing.T, rt *runtime.Runtime, tool string) uint32 {
+	t.Helper()
+	out, err := rt.Call(context.Background(), "fsleak", tool, []byte(`{}`))
 	if err != nil || len(out.Result) != 4 {
-		t.Fatalf("fsleak.count: %q, %v", out.Result, err)
+		t.Fatalf("fsleak.%s: %q, %v", tool, out.Result, err)
 	}
 	return binary.LittleEndian.Uint32(out.Result)
 }
@@ -76,32 +91,16 @@ func count(t *testing.T, rt *runtime.Runtime) uint32 {
 // counts what it can open: one fewer for each idle instance an earlier call
 // left so. On the plain path every instance is closed after its call.
 func TestAttackPreopenHeldByIdle(t *testing.T) {
-	dir := t.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, "f"), []byte("x"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	rt := poolRuntime(t, runtime.Options{})
-	deployPoolFile(t, rt, "fsleak", "attack2_fs.wasm",
-		&sandbox.Grants{Dirs: []sandbox.Dir{{Host: dir, Guest: "/data"}}})
-	before := count(t, rt)
+	rt := fsleak(t)
+	before := fsleakWord(t, rt, "count")
 	// The nested touch runs in a second instance, which goes idle holding
 	// the directory open; count then runs in the outer one.
 	if _, err := rt.Call(context.Background(), "fsleak", "nest", []byte(`{}`)); err != nil {
 		t.Fatal(err)
 	}
-	if after := count(t, rt); after != before {
+	if after := fsleakWord(t, rt, "count"); after != before {
 		t.Errorf("count: %d files, then %d after an earlier call touched the directory", before, after)
 	}
-}
-
-// errno calls fsleak's tool, which returns a WASI errno.
-func errno(t *testing.T, rt *runtime.Runtime, tool string) uint32 {
-	t.Helper()
-	out, err := rt.Call(context.Background(), "fsleak", tool, []byte(`{}`))
-	if err != nil || len(out.Result) != 4 {
-		t.Fatalf("fsleak.%s: %q, %v", tool, out.Result, err)
-	}
-	return binary.LittleEndian.Uint32(out.Result)
 }
 
 // fd_readdir reads a directory's entries into its descriptor's cursor
@@ -114,24 +113,18 @@ func errno(t *testing.T, rt *runtime.Runtime, tool string) uint32 {
 // read asks for, which the next finds by trying cookies (a probe that
 // fails keeps the instance too).
 func TestAttackReaddirCursorCarries(t *testing.T) {
-	dir := t.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, "f"), []byte("x"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	rt := poolRuntime(t, runtime.Options{})
-	deployPoolFile(t, rt, "fsleak", "attack2_fs.wasm",
-		&sandbox.Grants{Dirs: []sandbox.Dir{{Host: dir, Guest: "/data"}}})
+	rt := fsleak(t)
 	const enoent = 44
-	if got := errno(t, rt, "readdir_probe"); got != enoent {
+	if got := fsleakWord(t, rt, "readdir_probe"); got != enoent {
 		t.Fatalf("readdir_probe of a directory nothing read: errno %d, want ENOENT (%d)", got, enoent)
 	}
-	if got := errno(t, rt, "readdir_probe"); got != enoent {
+	if got := fsleakWord(t, rt, "readdir_probe"); got != enoent {
 		t.Fatalf("readdir_probe again: errno %d, want ENOENT (%d)", got, enoent)
 	}
 	if _, err := rt.Call(context.Background(), "fsleak", "readdir_fault", []byte(`{}`)); err != nil {
 		t.Fatal(err)
 	}
-	if got := errno(t, rt, "readdir_probe"); got != enoent {
+	if got := fsleakWord(t, rt, "readdir_probe"); got != enoent {
 		t.Errorf("readdir_probe after another call's failed read: errno %d, want ENOENT (%d): the cursor it left carried", got, enoent)
 	}
 }
