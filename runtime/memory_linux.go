@@ -93,21 +93,14 @@ func noHugePages(b []byte) { _ = unix.Madvise(b, unix.MADV_NOHUGEPAGE) }
 // read-only: without copying them, as MAP_POPULATE would on a writable
 // mapping. Before Linux 5.14 it reads a byte of each page instead.
 func populate(b []byte) bool {
-	if len(b) == 0 {
-		return true
-	}
-	if err := unix.Madvise(b, unix.MADV_POPULATE_READ); err == nil {
-		return true
-	} else if err != unix.EINVAL {
-		return false
-	}
-	page := unix.Getpagesize()
-	var sum byte
-	for at := 0; at < len(b); at += page {
-		sum += b[at]
-	}
-	populated.Store(uint32(sum))
-	return true
+	return populateBy(b, unix.MADV_POPULATE_READ, func(b []byte) {
+		page := unix.Getpagesize()
+		var sum byte
+		for at := 0; at < len(b); at += page {
+			sum += b[at]
+		}
+		populated.Store(uint32(sum))
+	})
 }
 
 // populateOwn makes b's pages, anonymous and writable, present and the
@@ -115,15 +108,22 @@ func populate(b []byte) bool {
 // can (Linux 5.14); a read would map the shared zero page instead, which a
 // later write still faults to replace.
 func populateOwn(b []byte) bool {
+	return populateBy(b, unix.MADV_POPULATE_WRITE, touchPages)
+}
+
+// populateBy gives b the advice MADV_POPULATE_READ or _WRITE, or, on a
+// system that does not know it (before Linux 5.14), touches b's pages with
+// fallback as the advice would.
+func populateBy(b []byte, advice int, fallback func([]byte)) bool {
 	if len(b) == 0 {
 		return true
 	}
-	if err := unix.Madvise(b, unix.MADV_POPULATE_WRITE); err == nil {
+	if err := unix.Madvise(b, advice); err == nil {
 		return true
 	} else if err != unix.EINVAL {
 		return false
 	}
-	touchPages(b)
+	fallback(b)
 	return true
 }
 
