@@ -26,9 +26,10 @@ import (
 // What cannot be put back is discarded instead, and the next call gets a new
 // instance: one whose call failed in any way (a trap, the deadline, a cancel,
 // proc_exit, the host's error), whose memory grew, or that called a WASI
-// function which changes what the instance holds outside its memory (an open
-// file, a seek, a renumbered or closed descriptor: watchedWASI), which
-// wazero keeps inside the instance and does not show. So no call can observe
+// function which may change what the instance holds outside its memory (an
+// open file, a seek, a renumbered or closed descriptor, a directory opened
+// at its first touch: listen.go), which wazero keeps inside the instance and
+// does not show. So no call can observe
 // anything an earlier one left, as ABI.md's "One call" asks.
 //
 // An idle instance gives its memory back to Limits.TotalMemory, which counts
