@@ -41,6 +41,10 @@ type SearchResponse struct {
 	// Offline, when set, says why the index could not be fetched: the
 	// results come from the clone fetched at Fetched.
 	Offline string `json:"offline,omitempty"`
+	// Fetching says the fetch was still under way when the search stopped
+	// waiting for it (Offline says since when): a search a little later,
+	// on a server, finds what it fetched.
+	Fetching bool `json:"fetching,omitempty"`
 	// Warnings are the lines of the index that were skipped (the first
 	// few), Skipped how many in all.
 	Warnings []string `json:"warnings,omitempty"`

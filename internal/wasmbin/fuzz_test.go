@@ -163,3 +163,47 @@ func checkReads(t *testing.T, b []byte) {
 		t.Fatal("failure did not stick")
 	}
 }
+
+// FuzzReadShape walks any bytes as a function body: it returns or fails as
+// it does reading every instruction with SkipInstruction, never panics, and counts no more blocks than the body has bytes (a
+// br_table of n labels takes n+3 bytes at least), nor an arity not given.
+// Seeds: every function body of the fixtures and examples.
+func FuzzReadShape(f *testing.F) {
+	for _, pattern := range []string{"../../testdata/*.wasm", "../../examples/*/*.wasm"} {
+		files, _ := filepath.Glob(pattern)
+		for _, file := range files {
+			b, err := os.ReadFile(file)
+			if err != nil {
+				f.Fatal(err)
+			}
+			bodies := 0
+			for s, err := range Sections(b) {
+				if err != nil || s.ID != SectionCode {
+					continue
+				}
+				r := NewReader(s.Payload)
+				for range r.Count() {
+					if body := r.Bytes(r.U32()); r.Err() == nil && bodies < 64 && len(body) < 4096 {
+						f.Add(body)
+						bodies++
+					}
+				}
+			}
+		}
+	}
+	f.Add([]byte{0x00, 0x41, 0x00, 0x04, 0x40, 0x0b, 0x0e, 0x02, 0x00, 0x00, 0x00, 0x0b})
+	arity := func(typeIndex uint32) uint64 { return uint64(typeIndex % 7) }
+	f.Fuzz(func(t *testing.T, body []byte) {
+		s, err := ReadShape(body, arity)
+		// The common instructions' fast path reads as SkipInstruction.
+		if slow, slowErr := readShape(body, arity, false); s != slow || (err == nil) != (slowErr == nil) {
+			t.Fatalf("ReadShape = %+v, %v; with SkipInstruction alone %+v, %v", s, err, slow, slowErr)
+		}
+		if err != nil {
+			return
+		}
+		if s.Blocks > uint64(len(body)) || s.Arity > 6 {
+			t.Fatalf("shape %+v of a body of %d bytes", s, len(body))
+		}
+	})
+}

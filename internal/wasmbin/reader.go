@@ -97,6 +97,10 @@ func (r *Reader) uleb(bits uint) uint64 {
 // sign.
 func (r *Reader) S32() int32 { return int32(r.sleb(32)) }
 
+// S33 reads a signed LEB128 of at most 5 bytes as wide as 33 bits, as a
+// block type's type index is written.
+func (r *Reader) S33() int64 { return r.sleb(33) }
+
 func (r *Reader) sleb(bits uint) int64 {
 	var v int64
 	for shift := uint(0); ; shift += 7 {
