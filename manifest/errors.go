@@ -32,4 +32,16 @@ var (
 	ErrBermImport    error = refusal("bad import from module berm")
 	ErrSyscallName   error = refusal("bad syscall name")
 	ErrCallName      error = refusal("bad call target")
+	// ErrTooMany: the module declares more of a part (types, imports,
+	// functions, tables, exports) than berm reads, far more than any host
+	// would run.
+	ErrTooMany error = refusal("module declares more than berm reads")
+	// ErrTooLarge: the manifest, or a tool's parameters, is larger than
+	// berm reads (MaxManifest, MaxParameters): compiling a schema takes
+	// time that grows faster than its size.
+	ErrTooLarge error = refusal("manifest is larger than berm reads")
+	// ErrCompileCost: a function's code, or the module's, is shaped so
+	// that compiling it would take wazero far longer, or far more memory,
+	// than its size says (MaxBlocks and the bounds beside it).
+	ErrCompileCost error = refusal("code too costly to compile")
 )

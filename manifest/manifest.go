@@ -16,6 +16,18 @@ const ABIVersion = 0
 // that every package taking images in can share it.
 const DefaultMaxImage = 64 << 20
 
+// Bounds of what Decode reads, far past any real program's (berm's examples
+// have manifests of 2 to 8 KiB, parameters under 1 KiB): a schema's compile
+// grows faster than its size (256 KiB of properties took 1.6 s, 512 KiB
+// 6.5 s), and every deploy, inspect and start of berm serve reads the
+// manifest.
+const (
+	// MaxManifest bounds the .berm.abi section's JSON, in bytes.
+	MaxManifest = 1 << 20
+	// MaxParameters bounds one tool's parameters schema, in bytes of JSON.
+	MaxParameters = 64 << 10
+)
+
 // Manifest is what an image says of itself, read from its bytes alone.
 type Manifest struct {
 	// Usage is the program's own words on when to reach for it (Markdown).
@@ -35,6 +47,8 @@ type Manifest struct {
 	Exports     []Export `json:"exports"`
 	Tables      []Table  `json:"tables"`
 	MemoryPages uint64   `json:"memory_pages"`
+	// Counts are what else each instance is made of.
+	Counts Counts `json:"counts"`
 	// Initialize is set when the module exports _initialize, which runs before
 	// every tool.
 	Initialize bool `json:"initialize"`
@@ -106,6 +120,7 @@ func Read(image []byte) (*Manifest, error) {
 		return nil, err
 	}
 	m.Imports, m.Exports, m.Tables, m.MemoryPages = mod.imports, mod.exports, mod.tables, mod.memoryPages
+	m.Counts = mod.counts
 	if err := m.checkModule(); err != nil {
 		return nil, err
 	}
@@ -131,6 +146,9 @@ type rawTool struct {
 // checking what the JSON can show; the module's facts (imports, exports,
 // memory) stay empty, and nothing checks the tools against exports.
 func Decode(payload []byte) (*Manifest, error) {
+	if len(payload) > MaxManifest {
+		return nil, fmt.Errorf("%d bytes, over the limit of %d: %w", len(payload), MaxManifest, ErrTooLarge)
+	}
 	if !utf8.Valid(payload) {
 		return nil, fmt.Errorf("payload is not UTF-8: %w", ErrJSON)
 	}
@@ -201,6 +219,9 @@ func decodeTool(i int, data json.RawMessage) (*Tool, error) {
 	}
 	if err := optional(raw.Description, &t.Description); err != nil {
 		return nil, fmt.Errorf("tool %q: description: %v: %w", t.Name, err, ErrField)
+	}
+	if len(raw.Parameters) > MaxParameters {
+		return nil, fmt.Errorf("tool %q: parameters: %d bytes, over the limit of %d: %w", t.Name, len(raw.Parameters), MaxParameters, ErrTooLarge)
 	}
 	if err := t.compileSchema(raw.Parameters); err != nil {
 		return nil, fmt.Errorf("tool %q: parameters: %v: %w", t.Name, err, ErrSchema)
