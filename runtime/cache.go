@@ -53,8 +53,12 @@ func (r *Runtime) compile(ctx context.Context, image []byte) (wazero.CompiledMod
 		// that follows.
 		check := wazero.NewRuntimeWithConfig(ctx, wazero.NewRuntimeConfigInterpreter().
 			WithMemoryLimitPages(uint32(r.limits.Memory/PageSize)))
-		_, err := check.CompileModule(ctx, image)
-		check.Close(ctx)
+		closeCheck := func() { check.Close(context.WithoutCancel(ctx)) }
+		_, err := r.compileUnder(ctx, check, image, closeCheck)
+		if ctxErr(ctx, err) || errors.Is(err, ErrClosed) {
+			return nil, nil, err
+		}
+		closeCheck()
 		rewritten, terr := transform.Deadline(image)
 		if err == nil && terr == nil {
 			image = rewritten
@@ -62,11 +66,13 @@ func (r *Runtime) compile(ctx context.Context, image []byte) (wazero.CompiledMod
 			return nil, nil, err
 		}
 	}
-	compiled, err := wz.CompileModule(ctx, image)
+	compiled, err := r.compileUnder(ctx, wz, image, nil)
 	switch {
 	case err == nil:
 		r.observeCompile(start, snap, false)
 		return compiled, wz, nil
+	case ctxErr(ctx, err), errors.Is(err, ErrClosed):
+		return nil, nil, err
 	case hostFault(err):
 		return nil, nil, fmt.Errorf("compile: %w: %w", ErrHost, err)
 	case r.cacheDir == "":
@@ -75,13 +81,101 @@ func (r *Runtime) compile(ctx context.Context, image []byte) (wazero.CompiledMod
 	if err := r.repairCache(ctx, wz.config, image); err != nil {
 		return nil, nil, err
 	}
-	compiled, err = wz.CompileModule(ctx, image)
+	compiled, err = r.compileUnder(ctx, wz, image, nil)
+	if ctxErr(ctx, err) || errors.Is(err, ErrClosed) {
+		return nil, nil, err
+	}
 	if err != nil {
 		// The image compiled in the scratch runtime: this is the cache's doing.
 		return nil, nil, fmt.Errorf("compile: compilation cache: %w: %w", ErrHost, err)
 	}
 	r.observeCompile(start, snap, true)
 	return compiled, wz, nil
+}
+
+// compileUnder compiles image in wz, or ends when ctx is done, whichever
+// comes first: wazero 1.12 looks at no context while it compiles (unless
+// with several workers, and then only between functions), so a compile of
+// seconds held up the end of berm run and berm deploy at a SIGTERM. The
+// compile left behind runs on to its end, bounded by what manifest.Read
+// lets a module's code cost, then closes what it made and calls abandon
+// (when not nil), which may close wz; abandon is also called when ctx was
+// done before the compile began. Otherwise wz is the caller's. Close leaves
+// wazero open for the compiles still under way, which its Close under them
+// would crash. A compile ended by ctx is its cause, wrapped.
+func (r *Runtime) compileUnder(ctx context.Context, wz wazero.Runtime, image []byte, abandon func()) (wazero.CompiledModule, error) {
+	if err := context.Cause(ctx); err != nil {
+		if abandon != nil {
+			abandon()
+		}
+		return nil, fmt.Errorf("compile: %w", err)
+	}
+	type result struct {
+		compiled wazero.CompiledModule
+		err      error
+	}
+	// Unbuffered: a result is handed over, or, once abandoned, closed.
+	done := make(chan result)
+	abandoned := make(chan struct{})
+	if !r.compileBegins() {
+		if abandon != nil {
+			abandon()
+		}
+		return nil, fmt.Errorf("compile: %w", ErrClosed)
+	}
+	go func() {
+		defer r.compileEnds()
+		compiled, err := wz.CompileModule(ctx, image)
+		select {
+		case done <- result{compiled, err}:
+		case <-abandoned:
+			if err == nil {
+				compiled.Close(context.WithoutCancel(ctx))
+			}
+			if abandon != nil {
+				abandon()
+			}
+		}
+	}()
+	select {
+	case res := <-done:
+		return res.compiled, res.err
+	case <-ctx.Done():
+		close(abandoned)
+		return nil, fmt.Errorf("compile: %w", context.Cause(ctx))
+	}
+}
+
+// compileBegins and compileEnds count the compiles under way; the last to
+// end after Close closes wazero (closeLater). None begins after Close:
+// wazero's compile in a closed runtime crashed the process (a nil map in
+// its store), as a deploy under way at Close began one.
+func (r *Runtime) compileBegins() bool {
+	r.compileMu.Lock()
+	defer r.compileMu.Unlock()
+	if r.compileClosed {
+		return false
+	}
+	r.compiling++
+	return true
+}
+
+func (r *Runtime) compileEnds() {
+	r.compileMu.Lock()
+	r.compiling--
+	var closeLater func()
+	if r.compiling == 0 {
+		closeLater, r.closeLater = r.closeLater, nil
+	}
+	r.compileMu.Unlock()
+	if closeLater != nil {
+		closeLater()
+	}
+}
+
+// ctxErr reports whether err is a compile that ctx ended.
+func ctxErr(ctx context.Context, err error) bool {
+	return err != nil && ctx.Err() != nil && errors.Is(err, context.Cause(ctx))
 }
 
 // hostFault reports whether err is the system's: a file, a directory, a
@@ -111,8 +205,12 @@ func (r *Runtime) repairCache(ctx context.Context, config wazero.RuntimeConfig, 
 		return fmt.Errorf("compilation cache: %w: %w", ErrHost, err)
 	}
 	scratch := wazero.NewRuntimeWithConfig(ctx, config.WithCompilationCache(cache))
-	defer scratch.Close(ctx)
-	compiled, err := scratch.CompileModule(ctx, image)
+	closeScratch := func() { scratch.Close(context.WithoutCancel(ctx)) }
+	compiled, err := r.compileUnder(ctx, scratch, image, closeScratch)
+	if ctxErr(ctx, err) || errors.Is(err, ErrClosed) {
+		return err
+	}
+	defer closeScratch()
 	if err != nil {
 		if hostFault(err) {
 			return fmt.Errorf("compile: %w: %w", ErrHost, err)

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/berm-dev/berm/manifest"
 	"github.com/berm-dev/berm/runtime"
@@ -194,4 +195,55 @@ func BenchmarkCompile(b *testing.B) {
 			rt.Close(ctx)
 		}
 	})
+}
+
+// TestCompileEndsWithContext: a deploy ends with its context, though
+// wazero's compile looks at none: berm deploy of a 3 MB image went on for
+// seconds past a SIGTERM. The compile left behind is closed when it ends,
+// and Close leaves wazero to it: wazero's Close under a compile crashed the
+// process (a nil map in its store). The deadlines end the deploy in the
+// check's compile, the rewrite, and the compile itself.
+func TestCompileEndsWithContext(t *testing.T) {
+	t.Parallel()
+	image, err := os.ReadFile(filepath.Join("..", "examples", "hello", "hello.wasm"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		dir      string
+		deadline time.Duration
+	}{{"", 20 * time.Millisecond}, {t.TempDir(), 20 * time.Millisecond}, {"", 400 * time.Millisecond},
+		{t.TempDir(), 400 * time.Millisecond}, {t.TempDir(), time.Second}} {
+		dir := tt.dir
+		rt, err := runtime.New(context.Background(), runtime.DefaultCallDepth, nil, &runtime.Options{CacheDir: dir})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), tt.deadline)
+		_, err = rt.Deploy(ctx, "hello", image, nil)
+		cancel()
+		if !errors.Is(err, context.DeadlineExceeded) {
+			t.Errorf("cache %q: Deploy past its deadline = %v, want context.DeadlineExceeded", dir, err)
+		}
+		if err := rt.Close(context.Background()); err != nil {
+			t.Errorf("cache %q: Close: %v", dir, err)
+		}
+	}
+}
+
+// TestCompileAfterClose: a deploy that reaches its compile after Close is
+// refused, ErrClosed: wazero's compile in a closed runtime crashed the
+// process under go test -race (a server's sync deploying as it closed).
+func TestCompileAfterClose(t *testing.T) {
+	t.Parallel()
+	rt, err := runtime.New(context.Background(), runtime.DefaultCallDepth, nil, &runtime.Options{CacheDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := rt.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := rt.Deploy(context.Background(), "echo", fixture(t, "echo.wasm"), nil); !errors.Is(err, runtime.ErrClosed) {
+		t.Fatalf("Deploy after Close = %v, want ErrClosed", err)
+	}
 }

@@ -406,3 +406,105 @@ func BenchmarkWASICalls(b *testing.B) {
 		})
 	}
 }
+
+// leafAttack is a program whose tool spin never ends: a loop whose body is
+// 480 calls of a leaf function of no loop and under 1 KiB of code, the
+// instructions op n times between prefix and suffix. Its memory is a page.
+func leafAttack(prefix, op, suffix []byte, n int) []byte {
+	b := []byte(wasmbin.Header)
+	b = wasmbin.AppendSection(b, wasmbin.SectionType, []byte{1, 0x60, 0, 0}) // () -> ()
+	b = wasmbin.AppendSection(b, wasmbin.SectionFunction, []byte{2, 0, 0})
+	b = wasmbin.AppendSection(b, wasmbin.SectionMemory, []byte{1, 0, 1})
+	exports := append(wasmbin.AppendName([]byte{2}, "memory"), 2, 0)
+	exports = append(wasmbin.AppendName(exports, "berm_tool_spin"), 0, 1)
+	b = wasmbin.AppendSection(b, wasmbin.SectionExport, exports)
+	leaf := append([]byte{0}, prefix...)
+	for range n {
+		leaf = append(leaf, op...)
+	}
+	leaf = append(append(leaf, suffix...), 0x0b)
+	spin := []byte{0, 0x03, 0x40} // loop: the calls; br 0
+	for range 480 {
+		spin = append(spin, 0x10, 0)
+	}
+	spin = append(spin, 0x0c, 0, 0x0b, 0x0b)
+	code := []byte{2}
+	for _, body := range [][]byte{leaf, spin} {
+		code = append(wasmbin.AppendULEB(code, uint64(len(body))), body...)
+	}
+	b = wasmbin.AppendSection(b, wasmbin.SectionCode, code)
+	return manifest.AppendSection(b, []byte(`{"abi_version":0,"tools":[{"name":"spin"}]}`))
+}
+
+// TestDeadlineSlack runs, on both paths with a deadline of 100 ms, the work
+// of the longest turns there are, and wants each stopped no later than the
+// slack after it: bulk operations over all of a fresh memory (1 GiB, whose
+// first writes cost the kernel 2 to 8 s), and loops of calls of small leaves
+// of slow instructions: divisions (leafCallsImage), square roots,
+// memory.grow and ref.func, which leave compiled code for wazero's Go.
+// Before the rewrite cut long bulk operations and weighed such
+// instructions, the fast path ran each of them on for 0.3 s to seconds.
+//
+// The plain path's check, at loop headers and function entries, stops all
+// but the bulk operations, each one instruction, which wazero runs to their
+// end: 128 MiB of fresh memory, as --memory allows by default, runs 0.1 to
+// 0.3 s past the deadline, 1 GiB seconds.
+//
+// Stores and loads in each page of a fresh memory (touch, read) are stopped
+// at a tick too, but what bounds them on the fast path is the kernel's
+// faults of the pages a tick's period writes or reads, which no count sees:
+// up to 64 MiB of them, 0.2 to 0.5 s on a loaded machine, hence their
+// slack. Weighing a store as a fault would tick a compute kernel 3.7 times
+// as often, 12 to 20% slower with the tick as it is.
+func TestDeadlineSlack(t *testing.T) {
+	const deadline = 100 * time.Millisecond
+	// Generous for a loaded CI machine, where a goroutine may wait that long
+	// for a core: the fast path stops each within some 10 ms (logged).
+	const slack = time.Second
+	one := []byte{0x44, 0, 0, 0, 0, 0, 0, 0xf0, 0x3f} // f64.const 1
+	leaves := map[string][]byte{
+		"leafcalls": leafCallsImage(),
+		// f64.sqrt of f64.sqrt of 1..., stored: 23 ns each.
+		"sqrt": leafAttack(append([]byte{0x41, 0}, one...), []byte{0x9f}, []byte{0x39, 3, 0}, 1000),
+		// memory.grow (i32.const 0), dropped: 60 ns each.
+		"grow": leafAttack(nil, []byte{0x41, 0, 0x40, 0, 0x1a}, nil, 200),
+		// ref.func of spin (which its export declares), dropped: 435 ns
+		// each.
+		"reffunc": leafAttack(nil, []byte{0xd2, 1, 0x1a}, nil, 300),
+	}
+	for _, path := range paths {
+		t.Run(path.name, func(t *testing.T) {
+			plain := path.plain || os.Getenv("BERM_PLAIN") == "1"
+			rt := newRuntime(t, &runtime.Options{Plain: path.plain, Limits: runtime.Limits{Deadline: deadline}})
+			deployLocal(t, rt, "fresh", "deadline_fresh.wasm")
+			for name, image := range leaves {
+				if _, err := rt.Deploy(context.Background(), name, image, nil); err != nil {
+					t.Fatalf("deploy %s: %v", name, err)
+				}
+			}
+			if !plain {
+				// The plain path's memory is wazero's, on Go's heap: 1 GiB
+				// of it would keep the collector busy for the tests after,
+				// and its stops of the world wait on spinning programs that
+				// never yield (TestDeadlineLetsGoRun).
+				big := newRuntime(t, &runtime.Options{Limits: runtime.Limits{Deadline: deadline, Memory: 1 << 30}})
+				deployLocal(t, big, "fresh", "deadline_fresh.wasm")
+				for _, tool := range []string{"fill", "copy", "copydown"} {
+					t.Run("fresh."+tool, func(t *testing.T) {
+						wantStoppedAtDeadline(t, big, "fresh", tool, deadline, slack)
+					})
+				}
+			}
+			for _, tool := range []string{"touch", "read"} {
+				t.Run("fresh."+tool, func(t *testing.T) {
+					wantStoppedAtDeadline(t, rt, "fresh", tool, deadline, 5*time.Second)
+				})
+			}
+			for _, program := range []string{"leafcalls", "sqrt", "grow", "reffunc"} {
+				t.Run(program+".spin", func(t *testing.T) {
+					wantStoppedAtDeadline(t, rt, program, "spin", deadline, slack)
+				})
+			}
+		})
+	}
+}

@@ -128,3 +128,31 @@ func TestAttackReaddirCursorCarries(t *testing.T) {
 		t.Errorf("readdir_probe after another call's failed read: errno %d, want ENOENT (%d): the cursor it left carried", got, enoent)
 	}
 }
+
+// path_symlink names its descriptor third: given an old_path of 0, wazero
+// opens the granted directory's preopen to check it is a directory, then
+// fails (EINVAL), and an instance it ran in was kept, since the rule that
+// marks a change read only a function's first parameter (here old_path,
+// 0). A later call, from any MCP session, could then open one file fewer
+// for each idle instance so left (1023, 1022, 1021).
+func TestAttackSymlinkHoldsPreopen(t *testing.T) {
+	t.Parallel()
+	rt, _ := wasiFds(t, false)
+	count := func() uint32 {
+		out, err := rt.Call(context.Background(), "fds", "count", []byte(`{}`))
+		if err != nil || len(out.Result) != 4 {
+			t.Fatalf("fds.count: %q, %v", out.Result, err)
+		}
+		return binary.LittleEndian.Uint32(out.Result)
+	}
+	before := count()
+	for i := range 3 {
+		// path_symlink runs nested, in an instance of its own.
+		if _, err := rt.Call(context.Background(), "fds", "nest", []byte(`{}`)); err != nil {
+			t.Fatal(err)
+		}
+		if after := count(); after != before {
+			t.Errorf("count: %d files, then %d after %d calls of path_symlink", before, after, i+1)
+		}
+	}
+}

@@ -2,7 +2,6 @@ package runtime
 
 import (
 	"context"
-	"strings"
 
 	"github.com/tetratelabs/wazero/api"
 	"github.com/tetratelabs/wazero/experimental"
@@ -27,8 +26,8 @@ func (r *Runtime) listen(ctx context.Context, module string) context.Context {
 }
 
 // hostListeners makes a hostListener for each function of a host module;
-// wasi is set for WASI's, whose watched functions (watchedWASI) also mark the
-// call's instance changed.
+// wasi is set for WASI's, whose rules (wasi_rules.go) bound what a call may
+// ask for and mark the call's instance changed.
 type hostListeners struct {
 	r    *Runtime
 	wasi bool
@@ -36,60 +35,70 @@ type hostListeners struct {
 
 func (f hostListeners) NewFunctionListener(def api.FunctionDefinition) experimental.FunctionListener {
 	l := &hostListener{r: f.r}
-	if names := def.ExportNames(); f.wasi && len(names) > 0 {
-		l.changes = watchedWASI[names[0]]
-		l.descriptor = takesDescriptor(names[0])
+	if f.wasi {
+		l.wasi = wasiRuleOf(def)
 	}
 	return l
 }
 
 // hostListener checks a call's end before each host function runs.
 type hostListener struct {
-	r          *Runtime
-	changes    bool // a watched WASI function: see Call.wasiChanged
-	descriptor bool // a WASI function whose first parameter is a descriptor
+	r    *Runtime
+	wasi *wasiRule // nil but for WASI's functions
 }
 
-// Before notes a WASI function about to run on a descriptor past the
-// standard streams, for After.
-func (l *hostListener) Before(ctx context.Context, _ api.Module, _ api.FunctionDefinition, params []uint64, _ experimental.StackIterator) {
+// Before traps past a WASI function's bounds, notes one about to run on a
+// descriptor past the standard streams, for After, and logs a path outside
+// every grant.
+func (l *hostListener) Before(ctx context.Context, mod api.Module, _ api.FunctionDefinition, params []uint64, _ experimental.StackIterator) {
 	l.r.checkRunning(ctx)
-	if l.descriptor && len(params) > 0 && uint32(params[0]) > 2 {
-		if c, _ := ctx.Value(callKey{}).(*Call); c != nil {
-			c.wasiDescriptor = true
+	rule := l.wasi
+	if rule == nil {
+		return
+	}
+	rule.check(params)
+	if rule.reads {
+		return
+	}
+	var c *Call
+	for k, i := range rule.fds {
+		fd := uint32(params[i])
+		if fd <= 2 {
+			continue
+		}
+		if c == nil {
+			if c, _ = ctx.Value(callKey{}).(*Call); c == nil {
+				return
+			}
+		}
+		c.wasiDescriptor = true
+		if j := rule.paths[k]; j > 0 && int32(fd) < 0 {
+			// Go's os names a path outside every preopen so (wasi_fs.go).
+			if path, ok := mod.Memory().Read(uint32(params[j-1]), uint32(params[j])); ok {
+				c.notGranted(ctx, rule.op, path)
+			}
 		}
 	}
 }
 
-// takesDescriptor reports whether the WASI function name's first parameter
-// is a descriptor that it may open or change, which is all but the
-// preopens' names.
-func takesDescriptor(name string) bool {
-	switch {
-	case name == "fd_prestat_get", name == "fd_prestat_dir_name":
-		return false
-	case strings.HasPrefix(name, "fd_"), strings.HasPrefix(name, "path_"), strings.HasPrefix(name, "sock_"):
-		return true
-	}
-	return false
-}
-
 // After marks the call's instance changed:
-//   - after a function on a descriptor past the standard streams, unless
-//     the descriptor is not there (EBADF), whatever else comes of it:
-//     wazero opens a granted directory at the first touch of its
-//     descriptor, which an idle instance would then hold of the
-//     directory's open files, and a function may change a descriptor
-//     before it fails (fd_readdir moves its cursor, then faults writing the
-//     entries). The preopens' names are read without opening them, as Go's
-//     and wasi-libc's initialization do;
-//   - after a watched function that succeeded (errno 0) on a standard
-//     stream, where one that failed changed nothing. Go's runtime, at init,
-//     asks for non-blocking standard streams (fd_fdstat_set_flags on 0, 1
-//     and 2), which berm's streams refuse with ENOSYS; counting the attempt
-//     would cost every Go program its snapshot and its pooled instances.
+//   - after a function on a descriptor past the standard streams, whichever
+//     parameter names it, unless the descriptor is not there (EBADF),
+//     whatever else comes of it: wazero opens a granted directory at the
+//     first touch of its descriptor, which an idle instance would then hold
+//     of the directory's open files, and a function may change a
+//     descriptor before it fails (fd_readdir moves its cursor, then faults
+//     writing the entries). A function that only reads a descriptor's
+//     name or status (wasiReads) changes nothing;
+//   - after any other function that succeeded (errno 0) but the harmless
+//     ones (wasiHarmless), where one that failed changed nothing. Go's
+//     runtime, at init, asks for non-blocking standard streams
+//     (fd_fdstat_set_flags on 0, 1 and 2), which berm's streams refuse with
+//     ENOSYS; counting the attempt would cost every Go program its snapshot
+//     and its pooled instances.
 func (l *hostListener) After(ctx context.Context, _ api.Module, _ api.FunctionDefinition, results []uint64) {
-	if !l.changes && !l.descriptor {
+	rule := l.wasi
+	if rule == nil || rule.harmless && len(rule.fds) == 0 {
 		return
 	}
 	c, _ := ctx.Value(callKey{}).(*Call)
@@ -107,7 +116,7 @@ func (l *hostListener) After(ctx context.Context, _ api.Module, _ api.FunctionDe
 		}
 		return
 	}
-	if l.changes && errno == 0 {
+	if !rule.harmless && errno == 0 {
 		c.wasiChanged = true
 	}
 }
@@ -126,18 +135,4 @@ func (r *Runtime) checkRunning(ctx context.Context) {
 	if r.closing.Load() {
 		panic(&trap{msg: "the runtime is closing", err: ErrClosed})
 	}
-}
-
-// watchedWASI are the WASI functions that change what an instance holds
-// outside its memory and globals: its table of descriptors (opened, closed,
-// renumbered), a descriptor's position, flags or directory cursor, what is
-// left of standard input. An instance in which a call used one is not
-// reused. The rest read that state, or change only the host's files, which
-// outlive calls by design (a granted directory).
-var watchedWASI = map[string]bool{
-	"path_open": true, "fd_close": true, "fd_renumber": true,
-	"fd_seek": true, "fd_read": true, "fd_pread": true, "fd_readdir": true,
-	"fd_fdstat_set_flags": true, "fd_fdstat_set_rights": true,
-	"sock_accept": true, "sock_recv": true, "sock_send": true, "sock_shutdown": true,
-	"proc_exit": true, "proc_raise": true,
 }

@@ -56,6 +56,16 @@ type callMemory struct {
 	image *memoryImage // what the first memory starts as, or nil: zeros
 	first linearMemory
 	more  []*linearMemory // a second memory, which wazero 1.x never makes
+	// held is the budget taken for what the instance holds beside its
+	// memory (Program.held), given back with the memory's.
+	held uint64
+}
+
+// charge splits the budget a call took for its instance between the first
+// memory and held, the part of it that is the instance's beside.
+func (m *callMemory) charge(charge, held uint64) {
+	m.held = min(charge, held)
+	m.first.charged = charge - m.held
 }
 
 // Allocate implements experimental.MemoryAllocator.
@@ -78,6 +88,8 @@ func (m *callMemory) release() {
 	if m.rt == nil {
 		return
 	}
+	m.rt.budget.give(m.held)
+	m.held = 0
 	m.first.release(m.rt)
 	for _, l := range m.more {
 		l.release(m.rt)

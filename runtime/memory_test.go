@@ -106,7 +106,7 @@ func TestTotalMemory(t *testing.T) {
 	// A nested call whose instance would pass it is refused to its caller
 	// as the host's, not as a trap of the callee.
 	out, err = rt.Call(ctx, "grow", "grow_call", []byte(`{}`))
-	check(t, out, err, want{result: "refused:berm.call grow.grow: host error: memory: 64 KiB more would pass the limit of 4096 KiB on all instances together"})
+	check(t, out, err, want{result: "refused:berm.call grow.grow: host error: memory: an instance takes 64 KiB (its memory and what wazero builds for it), more than is left of the limit of 4096 KiB on all instances together"})
 
 	// A top-level call likewise, with ErrHost.
 	tiny := newRuntime(t, &runtime.Options{Limits: runtime.Limits{TotalMemory: 32 << 10}})

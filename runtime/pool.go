@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	goruntime "runtime"
 	"sync"
@@ -11,6 +12,7 @@ import (
 	"github.com/berm-dev/berm/runtime/transform"
 	"github.com/tetratelabs/wazero/api"
 	"github.com/tetratelabs/wazero/experimental"
+	"github.com/tetratelabs/wazero/sys"
 )
 
 // Instances are reset, not made anew. A program whose whole state is memory
@@ -37,14 +39,22 @@ import (
 // image (under mapImageFrom, 256 KiB), the region's kept prefix (keptPrefix,
 // 64 KiB) or a settled tail past the image (settleTail, 256 KiB); a mapped
 // image's pages are the memory file's, shared; every other page a call
-// touched is dropped at its reset (linearMemory.reset). There are at most
-// maxIdle of them per program. Which pages are present, and which its own,
-// is as in a new instance whatever earlier calls touched: no call can learn
-// that by timing its accesses.
+// touched is dropped at its reset (linearMemory.reset); and what wazero
+// built for it beside its memory (Program.held), which a reset keeps: at
+// most maxIdleHeld, since a program whose instances hold more is not
+// pooled. There are at most maxIdle of them per program. Which pages are
+// present, and which its own, is as in a new instance whatever earlier
+// calls touched: no call can learn that by timing its accesses.
 
 // maxIdle bounds the idle instances of one program: enough for every core
 // to find one, and a nested call besides.
 var maxIdle = 2 * goruntime.GOMAXPROCS(0)
+
+// maxIdleHeld bounds what an idle instance holds beside its memory, which
+// no limit counts while it is idle: four times a Go program's (250 to 280
+// KiB). Instances that hold more, up to the 18 MiB the bounds allow
+// (instanceHeld), serve one call each, made anew in milliseconds.
+const maxIdleHeld = 1 << 20
 
 // instance is one instance of a program, ready to run its tools.
 type instance struct {
@@ -118,12 +128,18 @@ func (p *instancePool) close() {
 }
 
 // acquire returns an instance of c's program holding charge bytes of the
-// budget, which Call took: a pooled one when there is one, else a new one.
+// budget, which Call took (p.minMemory: its memory's and what it holds
+// beside, p.held): a pooled one when there is one, else a new one. A call
+// past its deadline by then gets none, and gives the charge back.
 func (r *Runtime) acquireInstance(ctx context.Context, c *Call, charge uint64) (*instance, error) {
 	p := c.program
+	if err := pastDeadline(ctx); err != nil {
+		r.budget.give(charge)
+		return nil, err
+	}
 	if p.pool != nil {
 		if inst := p.pool.get(); inst != nil {
-			inst.mem.first.charged = charge
+			inst.mem.charge(charge, p.held)
 			p.pool.reused.Add(1)
 			inst.bind(ctx, c)
 			return inst, nil
@@ -135,11 +151,16 @@ func (r *Runtime) acquireInstance(ctx context.Context, c *Call, charge uint64) (
 // newInstance instantiates c's program with charge bytes of the budget
 // taken, and brings it to where calls start: the snapshot's globals and
 // memory size, or _initialize run.
+//
+// Instantiation is counted against the call's deadline: wazero does not
+// look at the context while it builds an instance (its globals, tables and
+// element entries, bounded at deploy: Runtime.Check), so the instance is
+// given up, and the call ends at its deadline, when that passed meanwhile.
 func (r *Runtime) newInstance(ctx context.Context, c *Call, charge uint64) (*instance, error) {
 	p := c.program
 	inst := &instance{pool: p.pool}
 	inst.mem.rt = r
-	inst.mem.first.charged = charge
+	inst.mem.charge(charge, p.held)
 	inst.mem.image = p.image
 	if p.wasi {
 		inst.sleeper = &sleeper{ctx: ctx}
@@ -163,7 +184,8 @@ func (r *Runtime) newInstance(ctx context.Context, c *Call, charge uint64) (*ins
 		return nil, err
 	}
 	inst.mod = mod
-	switch {
+	switch err = pastDeadline(ctx); {
+	case err != nil:
 	case p.snapshotted:
 		err = p.restore(mod)
 	case p.Manifest.Initialize:
@@ -185,6 +207,20 @@ func (r *Runtime) newInstance(ctx context.Context, c *Call, charge uint64) (*ins
 		r.observer.Instantiate(p.Name, time.Since(start))
 	}
 	return inst, nil
+}
+
+// pastDeadline is an error when ctx's deadline has passed: wazero's, as it
+// stops a call at its deadline, for hostError to say so. It reads the
+// clock, not only ctx.Err, which is set when the deadline's timer fires,
+// late on a loaded machine. A cancel is left to the tool's first check of
+// the context, as before: the caller has gone, and the tool stops within a
+// tick (isolation_attack_test.go's probe runs a tool under a context
+// cancelled from its start).
+func pastDeadline(ctx context.Context) error {
+	if d, ok := ctx.Deadline(); ok && !time.Now().Before(d) || errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		return sys.NewExitError(sys.ExitCodeDeadlineExceeded)
+	}
+	return nil
 }
 
 // record notes what inst starts as, which reset puts back: its memory, the
@@ -271,10 +307,11 @@ func (inst *instance) reset(p *Program) bool {
 	for i, g := range inst.globals {
 		g.Set(inst.values[i])
 	}
-	// Its memory is the budget's again when a call takes it.
+	// Its memory, and what it holds beside, are the budget's again when a
+	// call takes it.
 	r := inst.mem.rt
-	r.budget.give(inst.mem.first.charged)
-	inst.mem.first.charged = 0
+	r.budget.give(inst.mem.first.charged + inst.mem.held)
+	inst.mem.first.charged, inst.mem.held = 0, 0
 	return true
 }
 

@@ -11,6 +11,7 @@ import (
 	"github.com/tetratelabs/wazero/api"
 	"github.com/tetratelabs/wazero/experimental"
 
+	"github.com/berm-dev/berm/internal/wasmbin"
 	"github.com/berm-dev/berm/manifest"
 	"github.com/berm-dev/berm/runtime/sandbox"
 	"github.com/berm-dev/berm/runtime/transform"
@@ -25,9 +26,13 @@ type Program struct {
 	// Grants are what the deployment lets it reach beyond the ABI.
 	Grants sandbox.Grants
 
-	compiled  wazero.CompiledModule
-	exports   []string // of the tools, in the manifest's order
-	minMemory uint64   // bytes of memory an instance starts with
+	compiled wazero.CompiledModule
+	exports  []string // of the tools, in the manifest's order
+	// minMemory is what a call takes of Limits.TotalMemory for its
+	// instance before it is made (call.go): the bytes of memory it starts
+	// with, and held, what it holds beside (instanceHeld).
+	minMemory uint64
+	held      uint64
 	table     map[uint64]handler
 	resolver  experimental.ImportResolver
 	linked    []api.Module // per-program import modules, closed with it
@@ -59,10 +64,8 @@ type Program struct {
 
 	// pending is what Warm snapshots _initialize with, nil when there is
 	// nothing to snapshot; pooled is whether the snapshot gets a pool.
-	pending  *warmStart
-	pooled   bool
-	warmOnce sync.Once
-	refused  string // Warm's result
+	pending *warmStart
+	pooled  bool
 
 	inflight  atomic.Int64
 	retired   atomic.Bool
@@ -126,13 +129,20 @@ func (r *Runtime) Prepare(ctx context.Context, name string, image []byte, grants
 		return nil, err
 	}
 	module, warm := r.derive(image)
-	compiled, wz, err := r.compile(ctx, module)
+	var (
+		compiled wazero.CompiledModule
+		wz       *wazeroRuntime
+	)
+	if err = checkApart(m, module); err == nil {
+		compiled, wz, err = r.compile(ctx, module)
+	}
 	if err != nil {
 		if warm != nil {
 			warm.image.close()
 		}
 		return nil, err
 	}
+	held := instanceHeld(m, module)
 	p := &Program{
 		Name:      name,
 		Digest:    manifest.Digest(image),
@@ -141,7 +151,8 @@ func (r *Runtime) Prepare(ctx context.Context, name string, image []byte, grants
 		compiled:  compiled,
 		rt:        r,
 		wz:        wz,
-		minMemory: m.MemoryPages * PageSize,
+		minMemory: m.MemoryPages*PageSize + held,
+		held:      held,
 		table:     r.table(m),
 	}
 	if warm != nil {
@@ -160,7 +171,7 @@ func (r *Runtime) Prepare(ctx context.Context, name string, image []byte, grants
 	}
 	if warm != nil {
 		p.globals = warm.Globals
-		pooled := !warm.Start && warm.Blocker == "" && !p.hostEnv && !p.Grants.InitEachCall
+		pooled := !warm.Start && warm.Blocker == "" && !p.hostEnv && !p.Grants.InitEachCall && held <= maxIdleHeld
 		switch {
 		case !m.Initialize:
 			if pooled {
@@ -174,6 +185,61 @@ func (r *Runtime) Prepare(ctx context.Context, name string, image []byte, grants
 		}
 	}
 	return p, nil
+}
+
+// What wazero 1.12 allocates in each instance for each part of a module
+// beside its memory, rounded up from what 100,000 of each allocated per
+// instantiation, on both paths (the measure, in bytes, after each).
+const (
+	tableEntryBytes = 8   // a reference: 8
+	tableBytes      = 128 // a table instance: 112
+	elementBytes    = 96  // an entry: its reference and the function instance made for it: 93
+	segmentBytes    = 32  // an element or data segment's place, its offset's evaluation: 24 to 32
+	globalBytes     = 128 // a global instance, the engine's copy, the pool's record: 96 to 120
+	importBytes     = 64  // an imported function's entries in the engine: 48
+)
+
+// instanceHeld is what an instance of m holds of the host's memory beside
+// its linear memory, from what module (the one compiled) makes it build:
+// each table at the bound Check counts it at (table.grow needs no budget),
+// its element entries, globals (the deadline's counter among them), data
+// segments left after berm's merge, and imported functions. It is counted
+// in whole pages, rounded down, as memory is: under a page it is in the
+// noise of what every instance holds anyway and no limit counts (wazero's
+// module and engine instances, WASI's context: about 15 KiB). The Go
+// examples' instances hold 250 to 280 KiB, counted as 3 or 4 pages; at the
+// bounds Check sets an instance could hold about 18 MiB (8 of table
+// entries, 6 of element entries, 2 of globals, 2 of data segments).
+func instanceHeld(m *manifest.Manifest, module []byte) uint64 {
+	var entries uint64
+	for _, t := range m.Tables {
+		n, _ := tableBound(t)
+		entries += n
+	}
+	c := m.Counts
+	segments := c.ElementSegments + dataSegments(module, c.DataSegments)
+	n := entries*tableEntryBytes + uint64(len(m.Tables))*tableBytes +
+		c.ElementEntries*elementBytes + segments*segmentBytes +
+		(c.Globals+1)*globalBytes + funcImports(m)*importBytes
+	return n &^ (PageSize - 1)
+}
+
+// dataSegments counts the data segments of module, or is otherwise when
+// its data section does not read.
+func dataSegments(module []byte, otherwise uint64) uint64 {
+	for s, err := range wasmbin.Sections(module) {
+		if err != nil {
+			return otherwise
+		}
+		if s.ID == wasmbin.SectionData {
+			r := wasmbin.NewReader(s.Payload)
+			if n := r.Count(); r.Err() == nil {
+				return uint64(n)
+			}
+			return otherwise
+		}
+	}
+	return 0
 }
 
 // tool returns the tool called name and its index in the manifest, or nil.

@@ -39,6 +39,45 @@ const (
 	DefaultMaxTableEntries = 1 << 20
 )
 
+// Bounds on what a module makes each instance build, beside its memory and
+// its tables' entries: wazero builds every table, global, element entry and
+// segment anew in each instance, and looks at no context meanwhile. The
+// image's size does not bound them: 4 MB holds an element segment of 4
+// million entries, which cost every instance 0.5 s and 360 MB. At each
+// bound a new instance costs a few milliseconds and MiB (wazero 1.12: about
+// 96 bytes and 0.15 µs an element entry, 120 bytes and 0.3 µs a global, 32
+// bytes and 0.04 µs a data segment), counted against Limits.TotalMemory
+// (instanceHeld). Each is many times what real programs declare: a Go
+// program of 9 MB has 4,769 functions and as many element entries, 8
+// globals, 84,512 data segments (which berm merges into a few before it
+// compiles), 21 imports and one table; Rust and C ones have fewer.
+const (
+	// DefaultMaxFunctions bounds the functions a module defines, which
+	// cost no instance but take compiling: 262,144 empty functions (1.3 MB
+	// of image) take 1.5 s and 130 MB to deploy, where a million took 18 s
+	// and 500 MB.
+	DefaultMaxFunctions = 1 << 18
+	// DefaultMaxImports bounds the functions a module imports: berm links
+	// one for each that no host table provides, at deploy.
+	DefaultMaxImports = 1 << 10
+	// DefaultMaxTables bounds the tables a module defines (wasm-ld, Go,
+	// Rust declare one).
+	DefaultMaxTables = 1 << 10
+	// DefaultMaxGlobals bounds the globals a module defines.
+	DefaultMaxGlobals = 1 << 14
+	// DefaultMaxElements bounds the entries of a module's element segments
+	// and the segments themselves, together: wazero evaluates each entry,
+	// active, passive or declared, in every instance.
+	DefaultMaxElements = 1 << 16
+	// DefaultMaxDataSegments bounds a module's data segments, and
+	// DefaultMaxApartData those left after berm merges them (coalesce.go,
+	// snapshot.go), which each instance holds: Go's linker writes tens of
+	// thousands, merged into a few; a module may keep them apart (a data
+	// count section), and wazero applies each in every instance.
+	DefaultMaxDataSegments = 1 << 20
+	DefaultMaxApartData    = 1 << 16
+)
+
 // PageSize is the size of a WebAssembly memory page.
 const PageSize = 64 << 10
 
@@ -119,12 +158,12 @@ type Options struct {
 	Imports []HostModule
 	// ModuleConfig is the base of every instance's configuration (clocks,
 	// randomness, stdio for WASI). The runtime makes each instance anonymous
-	// and never runs _start, whatever it says; and its WASI sleep real, but
-	// ended when the call's context is done. An instance may serve several
-	// calls (pool.go), so its clocks and random source must hold no state
-	// of their own: wazero's defaults, a fake clock and a seeded source,
-	// would carry on from one call to the next. Give real ones, as
-	// host.ModuleConfig and the nil default do.
+	// and never runs _start, whatever it says; and its WASI sleep real and
+	// its randomness crypto/rand's, both ended when the call's context is
+	// done (one random_get may ask for all of memory). An instance may serve
+	// several calls (pool.go), so its clocks must hold no state of their
+	// own: wazero's default, a fake clock, would carry on from one call to
+	// the next. Give real ones, as host.ModuleConfig and the nil default do.
 	ModuleConfig wazero.ModuleConfig
 	// Log receives each berm.log line, and the line that says how many were
 	// dropped past Limits.MaxLogLines or MaxLogBytes.
@@ -184,6 +223,13 @@ type Runtime struct {
 	// running counts the calls in r.call, nested ones included, for Close
 	// to wait on.
 	running atomic.Int64
+	// compiling counts the compiles under way, some perhaps abandoned by
+	// a caller whose context ended (compileUnder); closeLater is Close's
+	// closing of wazero, left to the last of them.
+	compileMu     sync.Mutex
+	compiling     int
+	compileClosed bool // by Close
+	closeLater    func()
 }
 
 type hostModule struct {
@@ -379,6 +425,23 @@ func (r *Runtime) Close(ctx context.Context) error {
 	for wait := time.Now().Add(closeWait); r.running.Load() > 0 && time.Now().Before(wait); {
 		time.Sleep(time.Millisecond)
 	}
+	r.compileMu.Lock()
+	r.compileClosed = true
+	if r.compiling > 0 {
+		// A compile its caller abandoned (a deploy at a SIGTERM) runs on:
+		// wazero's Close under it would crash it, and waiting for it
+		// would hold up the exit. The last to end closes wazero.
+		r.closeLater = func() { r.closeWazero(context.WithoutCancel(ctx)) }
+		r.compileMu.Unlock()
+		return nil
+	}
+	r.compileMu.Unlock()
+	return r.closeWazero(ctx)
+}
+
+// closeWazero closes the runtime's wazero runtimes, and then the memory
+// their instances had.
+func (r *Runtime) closeWazero(ctx context.Context) error {
 	err := r.wz.Close(ctx)
 	r.plainMu.Lock()
 	if r.plain != nil && r.plain != r.wz {
@@ -416,8 +479,10 @@ func (r *Runtime) Syscalls() []SyscallInfo {
 
 // Check refuses what this host will not run under name: served tool names over
 // 64 characters, a minimum memory over the limit, tables whose minimum or
-// maximum is over DefaultMaxTableEntries (or whose bounds are, together), and
-// imports of memories, tables or globals, which no host table provides.
+// maximum is over DefaultMaxTableEntries (or whose bounds are, together),
+// more functions, imports, tables, globals, element entries or data segments
+// than their bounds (DefaultMaxFunctions and the others), and imports of
+// memories, tables or globals, which no host table provides.
 func (r *Runtime) Check(name string, m *manifest.Manifest) error {
 	if err := manifest.CheckProgramName(name); err != nil {
 		return err
@@ -429,13 +494,9 @@ func (r *Runtime) Check(name string, m *manifest.Manifest) error {
 		return fmt.Errorf("memory: the module needs at least %d pages (%d MiB), over the limit of %d pages (%d MiB): %w",
 			m.MemoryPages, m.MemoryPages*PageSize>>20, limit, limit*PageSize>>20, ErrRefused)
 	}
-	// Each table is counted at its maximum, or its minimum without one.
 	var entries uint64
 	for i, t := range m.Tables {
-		bound, what := t.Min, "minimum"
-		if t.Max != nil && *t.Max > bound {
-			bound, what = *t.Max, "maximum"
-		}
+		bound, what := tableBound(t)
 		if bound > DefaultMaxTableEntries {
 			return fmt.Errorf("table %d: a %s of %d entries, over the limit of %d: %w",
 				i, what, bound, DefaultMaxTableEntries, ErrRefused)
@@ -450,7 +511,69 @@ func (r *Runtime) Check(name string, m *manifest.Manifest) error {
 			return fmt.Errorf("import %s.%s: this host provides no %s to import: %w", imp.Module, imp.Name, imp.Kind, ErrRefused)
 		}
 	}
+	return checkCounts(m)
+}
+
+// checkCounts holds a module to the bounds on what each instance builds.
+// Each refusal names the part, its count, the bound and why it is one.
+func checkCounts(m *manifest.Manifest) error {
+	const anew = "every instance makes each anew"
+	c := m.Counts
+	imports := funcImports(m)
+	switch elements := c.ElementEntries + c.ElementSegments; {
+	case c.Functions > DefaultMaxFunctions:
+		return fmt.Errorf("functions: the module defines %d, over the limit of %d (each takes compiling at deploy): %w",
+			c.Functions, DefaultMaxFunctions, ErrRefused)
+	case imports > DefaultMaxImports:
+		return fmt.Errorf("imports: the module imports %d functions, over the limit of %d (each is linked at deploy and resolved in every instance): %w",
+			imports, DefaultMaxImports, ErrRefused)
+	case uint64(len(m.Tables)) > DefaultMaxTables:
+		return fmt.Errorf("tables: the module defines %d, over the limit of %d (%s): %w", len(m.Tables), DefaultMaxTables, anew, ErrRefused)
+	case c.Globals > DefaultMaxGlobals:
+		return fmt.Errorf("globals: the module defines %d, over the limit of %d (%s): %w", c.Globals, DefaultMaxGlobals, anew, ErrRefused)
+	case elements > DefaultMaxElements:
+		segments := fmt.Sprintf("%d segments", c.ElementSegments)
+		if c.ElementSegments == 1 {
+			segments = "one segment"
+		}
+		return fmt.Errorf("element segments: %d entries in %s, over the limit of %d entries and segments together (%s): %w",
+			c.ElementEntries, segments, DefaultMaxElements, anew, ErrRefused)
+	case c.DataSegments > DefaultMaxDataSegments:
+		return fmt.Errorf("data segments: the module has %d, over the limit of %d (every instance applies each that berm cannot merge): %w",
+			c.DataSegments, DefaultMaxDataSegments, ErrRefused)
+	}
 	return nil
+}
+
+// checkApart holds the data segments of module, m's image as berm compiles
+// it, to DefaultMaxApartData: those it could not merge, each of which
+// every instance applies anew.
+func checkApart(m *manifest.Manifest, module []byte) error {
+	if n := dataSegments(module, m.Counts.DataSegments); n > DefaultMaxApartData {
+		return fmt.Errorf("data segments: %d left apart after berm merged what it could (a data count section, data segments named in a name section or offsets from globals keep them apart), over the limit of %d (every instance applies each anew): %w",
+			n, DefaultMaxApartData, ErrRefused)
+	}
+	return nil
+}
+
+// tableBound is what a table counts for: its maximum, or its minimum
+// without one (a maximum under the minimum is wazero's to refuse).
+func tableBound(t manifest.Table) (uint64, string) {
+	if t.Max != nil && *t.Max > t.Min {
+		return *t.Max, "maximum"
+	}
+	return t.Min, "minimum"
+}
+
+// funcImports counts the functions m imports.
+func funcImports(m *manifest.Manifest) uint64 {
+	var n uint64
+	for _, imp := range m.Imports {
+		if imp.Kind == manifest.KindFunc {
+			n++
+		}
+	}
+	return n
 }
 
 // table links the core syscalls and the declared host syscalls.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/tetratelabs/wazero/api"
@@ -60,10 +61,17 @@ const (
 	maxImageHeld = 16 << 20
 )
 
-// warmStart is what derive found a program's instances can start from.
+// warmStart is what derive found a program's instances can start from,
+// and the run of its snapshot (Program.Warm).
 type warmStart struct {
 	image *memoryImage // memory as the data segments leave it, charged
 	transform.Restorable
+
+	// start starts the snapshot once; done is closed when it has ended,
+	// refused then why it was refused.
+	start   sync.Once
+	done    chan struct{}
+	refused string
 }
 
 // derive returns the module to compile for image and, when its instances can
@@ -90,7 +98,7 @@ func (r *Runtime) derive(image []byte) ([]byte, *warmStart) {
 	}
 	module := rs.Module
 	rs.Module = nil
-	return module, &warmStart{image: img, Restorable: rs}
+	return module, &warmStart{image: img, Restorable: rs, done: make(chan struct{})}
 }
 
 // dataImage returns memory as a module's active data segments leave it,
@@ -209,20 +217,62 @@ func (m *memoryImage) close() {
 // Warm takes p's snapshot of _initialize, when p has one to take, and
 // returns why it refused to, if it did: then _initialize runs at the start
 // of each call instead, and the reason says so. The first call of p takes
-// it, and calls that arrive meanwhile wait for it (at most
-// snapshotDeadline); berm deploy calls Warm itself, to warn. It runs once,
-// whatever the number of callers; a later Warm returns the first's result.
-// The result is empty when calls start from the snapshot, when p has no
-// _initialize, on the plain path (Options.Plain), and when the deployment
-// asked for _initialize at each call (Grants.InitEachCall, an environment
-// variable read at each call).
+// it (berm deploy calls Warm itself, to warn); it runs once, whatever the
+// number of callers, and a later Warm returns the first's result. Warm
+// waits for it to end, which is at most snapshotDeadline after it started
+// (and the making of its instance); a call waits for it only within its
+// own deadline (Program.warmed). The result is empty when calls start from
+// the snapshot, when p has no _initialize, on the plain path
+// (Options.Plain), and when the deployment asked for _initialize at each
+// call (Grants.InitEachCall, an environment variable read at each call).
 func (p *Program) Warm(ctx context.Context) (refused string) {
-	p.warmOnce.Do(func() {
-		if p.pending != nil {
-			p.refused = p.rt.warm(ctx, p)
-		}
+	w := p.pending
+	if w == nil {
+		return ""
+	}
+	w.begin(ctx, p)
+	<-w.done
+	return w.refused
+}
+
+// warmed waits for p's snapshot, starting it if no one has, until it has
+// ended or ctx is done, and returns ctx's error then. The snapshot goes on
+// without the caller, under its own bound: what one caller gives up on
+// (its deadline, its cancel) must not refuse the snapshot for every call
+// after, nor may a call wait for it past its own deadline (the first call
+// of a program over serve answered 0.2 s past a deadline of 200 ms, berm
+// run every time).
+func (p *Program) warmed(ctx context.Context) error {
+	w := p.pending
+	if w == nil {
+		return nil
+	}
+	select {
+	case <-w.done:
+		return nil
+	default:
+	}
+	w.begin(ctx, p)
+	select {
+	case <-w.done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// begin starts p's snapshot once, on a goroutine of its own, under ctx's
+// values but not its deadline or cancel; Runtime.Close waits for it as for
+// a call.
+func (w *warmStart) begin(ctx context.Context, p *Program) {
+	w.start.Do(func() {
+		p.rt.running.Add(1)
+		go func() {
+			defer p.rt.running.Add(-1)
+			defer close(w.done)
+			w.refused = p.rt.warm(context.WithoutCancel(ctx), p)
+		}()
 	})
-	return p.refused
 }
 
 // warm makes p's image the snapshot after _initialize when it can be taken
@@ -230,7 +280,6 @@ func (p *Program) Warm(ctx context.Context) (refused string) {
 // image and runs _initialize at each call, and warm says why.
 func (r *Runtime) warm(ctx context.Context, p *Program) string {
 	w := p.pending
-	p.pending = nil
 	switch {
 	case w.Start:
 		return initEachCall("the module has a start function, which runs before the host could restore a snapshot")
@@ -245,7 +294,9 @@ func (r *Runtime) warm(ctx context.Context, p *Program) string {
 	}
 	why := r.snapshot(ctx, p, w.Globals)
 	if why != "" {
-		if r.refused != nil {
+		// One that Close stopped (berm run's, once its call gave up on
+		// it) is nothing the operator can act on: no call comes after.
+		if r.refused != nil && !r.closing.Load() {
 			r.refused(ctx, p.Name, why)
 		}
 		return why
@@ -327,6 +378,10 @@ func (r *Runtime) snapshot(ctx context.Context, p *Program, globals []transform.
 	case err == nil && why != "":
 		return initEachCall(why)
 	case err == nil:
+	case errors.Is(ctx.Err(), context.DeadlineExceeded) && deadline < snapshotDeadline:
+		// The call's own deadline cut it (berm run --timeout 1ns), not the
+		// snapshot's bound.
+		return initEachCall(fmt.Sprintf("_initialize did not finish within %s, the call's deadline, shorter than the %s a snapshot waits at most (give the call more time)", deadline, snapshotDeadline))
 	case errors.Is(ctx.Err(), context.DeadlineExceeded):
 		return initEachCall(fmt.Sprintf("_initialize did not finish within %s, the most a snapshot waits (make it quicker, or do that work in the tool)", deadline))
 	case errors.Is(ctx.Err(), context.Canceled) || r.closing.Load():
@@ -340,7 +395,7 @@ func (r *Runtime) snapshot(ctx context.Context, p *Program, globals []transform.
 	p.image.close()
 	p.image = image
 	p.memBytes = size
-	p.minMemory = max(p.minMemory, size)
+	p.minMemory = max(p.minMemory-p.held, size) + p.held
 	p.globals, p.values = globals, values
 	p.snapshotted = true
 	return ""

@@ -91,6 +91,10 @@ type Call struct {
 	// stdout and stderr of a WASI program, into the log.
 	stdout, stderr *logWriter
 	ownLogs        logBudget
+	// fatal is the first line of this call's stdout or stderr that said
+	// the program was dying (FatalLine), cut to maxFatalLine: a trap's
+	// message quotes it.
+	fatal string
 }
 
 // Program is the deployed name of the program making the syscall.
@@ -138,10 +142,29 @@ func (c *Call) HostFailed(ctx context.Context, err error) { c.rt.hostFailed(ctx,
 // MaxLogLine bounds one berm.log line; longer lines are cut to it.
 const MaxLogLine = 64 << 10
 
+// MaxOutput bounds what a top-level call's WASI stdout and stderr are read
+// for its log, nested calls included (twice Limits.MaxLogBytes when that
+// is more): the log keeps at most that much, and what comes past it is
+// counted and dropped without being looked at, so that no write, however
+// many iovecs over however much memory, costs the host more than that.
+const MaxOutput = 4 << 20
+
+// maxOutput is the bound of MaxOutput under r's limits.
+func (r *Runtime) maxOutput() int64 {
+	return max(MaxOutput, 2*int64(r.limits.MaxLogBytes))
+}
+
 // logBudget is what berm.log may still write in a top-level call.
 type logBudget struct {
 	lines, bytes int
 	dropped      int
+	// output is what stdout and stderr were read of, unread what they
+	// wrote past maxOutput, unreadNoted what outputNotes said of it.
+	output, unread, unreadNoted int64
+	// notGranted counts the lines that said a path was not granted,
+	// notGrantedDropped those past MaxNotGranted, and notGrantedNoted what
+	// outputNotes said of them.
+	notGranted, notGrantedDropped, notGrantedNoted int
 	// Host errors handed to Options.HostError, and those past MaxHostErrors.
 	hostErrors, hostDropped int
 }
@@ -156,6 +179,49 @@ func (b *logBudget) take(n int) bool {
 	b.lines--
 	b.bytes -= n
 	return true
+}
+
+// spent reports whether every later line is dropped.
+func (b *logBudget) spent() bool { return b.dropped > 0 || b.lines == 0 || b.bytes == 0 }
+
+// admit returns what of p, written to stdout or stderr, is read for the log
+// within bound, and counts the rest unread.
+func (b *logBudget) admit(p []byte, bound int64) []byte {
+	room := max(bound-b.output, 0)
+	if int64(len(p)) > room {
+		b.unread += int64(len(p)) - room
+		p = p[:room]
+	}
+	b.output += int64(len(p))
+	return p
+}
+
+// takeNotGranted reports whether a line saying a path was not granted is
+// written, within MaxNotGranted.
+func (b *logBudget) takeNotGranted() bool {
+	if b.notGranted >= MaxNotGranted {
+		b.notGrantedDropped++
+		return false
+	}
+	b.notGranted++
+	return true
+}
+
+// outputNotes are the lines that say what a WASI program's output and
+// refusals dropped since the last notes: what its stdout and stderr wrote
+// past bound, unread, and the paths not granted past MaxNotGranted. Each
+// call that wrote them says so as it ends (Call.flushOutput), beside what
+// the top-level call says of the lines dropped.
+func (b *logBudget) outputNotes(bound int64) [][]byte {
+	var notes [][]byte
+	if n := b.unread - b.unreadNoted; n > 0 {
+		notes = append(notes, fmt.Appendf(nil, "berm: %d bytes of stdout and stderr dropped unread (limit %d bytes per call)", n, bound))
+	}
+	if n := b.notGrantedDropped - b.notGrantedNoted; n > 0 {
+		notes = append(notes, fmt.Appendf(nil, "berm: %d more paths not granted (limit %d lines per call)", n, MaxNotGranted))
+	}
+	b.unreadNoted, b.notGrantedNoted = b.unread, b.notGrantedDropped
+	return notes
 }
 
 // logLine writes one line of the program's log (berm.log, or a WASI
@@ -211,7 +277,7 @@ func coreHandlers() []handler {
 		}},
 		{name: SysCall, core: true, fn: func(ctx context.Context, c *Call, mem api.Memory, ptr, n uint32) uint64 {
 			f := frame(SysCall, read(mem, SysCall, ptr, n), 3)
-			return c.rt.nested(ctx, c, string(f[0]), string(f[1]), f[2])
+			return c.rt.nested(ctx, c, f[0], f[1], f[2])
 		}},
 		{name: SysResultRead, core: true, fn: func(_ context.Context, c *Call, mem api.Memory, ptr, n uint32) uint64 {
 			write(mem, SysResultRead, ptr, n, c.staged)

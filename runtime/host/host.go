@@ -12,7 +12,9 @@
 // A program learns nothing of the host's file system through them: a quota
 // refusal keeps its message (the store's have no paths), any other error of
 // the store reaches the program as a message of its own (no space left, or
-// host error) and goes whole to the logger.
+// host error) and goes whole to the logger. Each store operation takes the
+// call's context, so that a wait in the store (a lock another writer holds)
+// ends at the call's deadline, and the call with it (runtime.ErrDeadline).
 package host
 
 import (
@@ -30,13 +32,15 @@ import (
 	"github.com/berm-dev/berm/runtime/store"
 )
 
-// KV is the programs' data, keyed by deployed name: runtime/store's Store.
-// An error of Set that wraps store.ErrQuota is a refusal whose message the
-// program reads; every other error is the host's, which it does not.
+// KV is the programs' data, keyed by deployed name: runtime/store's State.
+// ctx is the call's: a KV stops waiting when it is done. An error of Set that
+// wraps store.ErrQuota is a refusal whose message the program reads; every
+// other error is the host's, which it does not. A key over store.MaxKey,
+// which Set refuses, is never looked up or deleted: it is absent.
 type KV interface {
-	Get(program string, key []byte) ([]byte, bool, error)
-	Set(program string, key, value []byte) error
-	Delete(program string, key []byte) error
+	Get(ctx context.Context, program string, key []byte) ([]byte, bool, error)
+	Set(ctx context.Context, program string, key, value []byte) error
+	Delete(ctx context.Context, program string, key []byte) error
 }
 
 // Host syscall names (ABI.md, Host syscalls of the berm binary).
@@ -78,8 +82,20 @@ func Syscalls(kv KV) []runtime.Syscall {
 			return uint64(time.Now().UnixMilli()), nil
 		}},
 		{Name: SysGet, Input: runtime.Raw, Func: func(ctx context.Context, c *runtime.Call, in [][]byte) (uint64, error) {
-			value, ok, err := kv.Get(c.Program(), in[0])
+			if len(in[0]) > store.MaxKey {
+				// No store holds such a key (Set refuses it), and the
+				// store would hash it whole, or send it to the database.
+				return c.StageError(nil), nil
+			}
+			value, ok, err := kv.Get(ctx, c.Program(), in[0])
 			if err != nil {
+				if ctx.Err() != nil {
+					// The call ended (its deadline, its cancel) while the
+					// store waited. The store's error stops the program
+					// here, goes to the operator's log, and leaves the
+					// runtime to report the deadline (or cancel).
+					return 0, err
+				}
 				failed(ctx, c, SysGet, err)
 				return 0, hostError(err)
 			}
@@ -91,10 +107,14 @@ func Syscalls(kv KV) []runtime.Syscall {
 		{Name: SysSet, Input: runtime.Framed(2), Func: func(ctx context.Context, c *runtime.Call, in [][]byte) (uint64, error) {
 			// Any refusal, the quota or a full disk, is the program's to
 			// handle: it is staged, not trapped.
-			err := kv.Set(c.Program(), in[0], in[1])
+			err := kv.Set(ctx, c.Program(), in[0], in[1])
 			switch {
 			case err == nil:
 				return 0, nil
+			case ctx.Err() != nil:
+				// As in berm.get: a refusal staged instead would let the
+				// program run on past its deadline to the next check.
+				return 0, err
 			case errors.Is(err, store.ErrQuota):
 				return c.Refuse(SysSet + ": " + err.Error()), nil
 			}
@@ -105,7 +125,13 @@ func Syscalls(kv KV) []runtime.Syscall {
 			return c.Refuse(SysSet + ": " + hostError(err).Error()), nil
 		}},
 		{Name: SysDelete, Input: runtime.Raw, Func: func(ctx context.Context, c *runtime.Call, in [][]byte) (uint64, error) {
-			if err := kv.Delete(c.Program(), in[0]); err != nil {
+			if len(in[0]) > store.MaxKey {
+				return 0, nil // absent, as in berm.get
+			}
+			if err := kv.Delete(ctx, c.Program(), in[0]); err != nil {
+				if ctx.Err() != nil {
+					return 0, err // as in berm.get
+				}
 				failed(ctx, c, SysDelete, err)
 				return 0, hostError(err)
 			}

@@ -24,9 +24,11 @@ const hostPath = "/home/someone/.berm/data/kv/.tmp-123456"
 // failingKV fails every call with err.
 type failingKV struct{ err error }
 
-func (f failingKV) Get(string, []byte) ([]byte, bool, error) { return nil, false, f.err }
-func (f failingKV) Set(string, []byte, []byte) error         { return f.err }
-func (f failingKV) Delete(string, []byte) error              { return f.err }
+func (f failingKV) Get(context.Context, string, []byte) ([]byte, bool, error) {
+	return nil, false, f.err
+}
+func (f failingKV) Set(context.Context, string, []byte, []byte) error { return f.err }
+func (f failingKV) Delete(context.Context, string, []byte) error      { return f.err }
 
 // deployKV deploys testdata/kv.wasm as "kv" over kv, logging to log.
 func deployKV(t *testing.T, kv host.KV, log *slog.Logger) *runtime.Runtime {
@@ -151,5 +153,59 @@ func TestSyscallsStore(t *testing.T) {
 		if err != nil || string(out.Result) != step.want {
 			t.Fatalf("%s = %q, %v; want %q", step.tool, out.Result, err, step.want)
 		}
+	}
+}
+
+// keysKV records the longest key it was asked for, and holds none.
+type keysKV struct{ longest *int }
+
+func (k keysKV) saw(key []byte) { *k.longest = max(*k.longest, len(key)) }
+func (k keysKV) Get(_ context.Context, _ string, key []byte) ([]byte, bool, error) {
+	k.saw(key)
+	return nil, false, nil
+}
+func (k keysKV) Set(_ context.Context, _ string, key, _ []byte) error { k.saw(key); return nil }
+func (k keysKV) Delete(_ context.Context, _ string, key []byte) error { k.saw(key); return nil }
+
+// TestLongKey: berm.get and berm.delete of a key over store.MaxKey, which
+// no store can hold, answer absent and done without handing the key to
+// the store (which hashed, or sent to PostgreSQL, the whole of a key of
+// 1 MiB); a key at the bound still reaches it.
+func TestLongKey(t *testing.T) {
+	for _, tc := range []struct {
+		tool, want string
+		n          int
+		stored     int // the longest key the store saw
+	}{
+		{"get", "absent", store.MaxKey, store.MaxKey},
+		{"get", "absent", store.MaxKey + 1, 0},
+		{"get", "absent", 1 << 20, 0},
+		{"delete", "deleted", store.MaxKey, store.MaxKey},
+		{"delete", "deleted", 1 << 20, 0},
+	} {
+		t.Run(fmt.Sprintf("%s %d", tc.tool, tc.n), func(t *testing.T) {
+			ctx := context.Background()
+			var longest int
+			rt, err := runtime.New(ctx, runtime.DefaultCallDepth, host.Syscalls(keysKV{&longest}), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer rt.Close(ctx)
+			image, err := os.ReadFile(filepath.Join("testdata", "kvkey.wasm"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := rt.Deploy(ctx, "kvkey", image, nil); err != nil {
+				t.Fatal(err)
+			}
+			key := `{"k":"` + strings.Repeat("x", tc.n-8) + `"}`
+			out, err := rt.Call(ctx, "kvkey", tc.tool, []byte(key))
+			if err != nil || string(out.Result) != tc.want {
+				t.Fatalf("%s = %q, %v; want %q", tc.tool, out.Result, err, tc.want)
+			}
+			if longest != tc.stored {
+				t.Errorf("the store saw a key of %d bytes, want %d", longest, tc.stored)
+			}
+		})
 	}
 }

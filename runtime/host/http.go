@@ -258,7 +258,7 @@ type exchange struct {
 
 func (h *httpHost) call(ctx context.Context, c *runtime.Call, in [][]byte) (uint64, error) {
 	start := time.Now()
-	ex := exchange{method: string(in[0]), out: len(in[3])}
+	ex := exchange{out: len(in[3])}
 	out, err := h.do(ctx, c, &ex, in)
 	if err != nil {
 		ex.refused = err.Error()
@@ -283,29 +283,35 @@ func (h *httpHost) call(ctx context.Context, c *runtime.Call, in [][]byte) (uint
 
 // do makes the request and returns the framed response, or a *refusal.
 func (h *httpHost) do(ctx context.Context, c *runtime.Call, ex *exchange, in [][]byte) ([]byte, error) {
-	if !validToken(ex.method) {
-		return nil, &refusal{"", fmt.Sprintf("bad method %q", ex.method)}
+	// The method, the URL and the headers are the program's bytes, of any
+	// length: each is bounded before it is copied, and a message quotes a
+	// prefix (quote), so that no refusal or log record is more than a
+	// few hundred bytes of them.
+	if len(in[0]) > maxMethod || !validToken(string(in[0])) {
+		ex.method = quote(in[0], maxMethod)
+		return nil, &refusal{"", "bad method " + ex.method}
+	}
+	ex.method = string(in[0])
+	if len(in[1]) > MaxURL {
+		return nil, &refusal{"", fmt.Sprintf("the URL of %d bytes is over the limit of %d bytes", len(in[1]), MaxURL)}
 	}
 	rawURL := string(in[1])
-	if len(rawURL) > MaxURL {
-		return nil, &refusal{"", fmt.Sprintf("the URL of %d bytes is over the limit of %d bytes", len(rawURL), MaxURL)}
-	}
 	u, err := url.Parse(rawURL)
 	if err != nil {
-		return nil, &refusal{"", fmt.Sprintf("bad URL %q", rawURL)}
+		return nil, &refusal{"", "bad URL " + quote(rawURL, maxQuotedURL)}
 	}
 	ex.host = u.Host
 	switch {
 	case u.Scheme != "http" && u.Scheme != "https":
-		return nil, &refusal{u.Host, fmt.Sprintf("bad URL %q: the scheme must be http or https", rawURL)}
+		return nil, &refusal{u.Host, "bad URL " + quote(rawURL, maxQuotedURL) + ": the scheme must be http or https"}
 	case u.Hostname() == "":
-		return nil, &refusal{"", fmt.Sprintf("bad URL %q: no host", rawURL)}
+		return nil, &refusal{"", "bad URL " + quote(rawURL, maxQuotedURL) + ": no host"}
 	case !ascii(u.Host):
 		return nil, &refusal{u.Host, "bad URL: the host must be ASCII (write an international name in its xn-- form)"}
 	}
 	port := urlPort(u)
 	if port < 1 || port > 65535 {
-		return nil, &refusal{u.Host, fmt.Sprintf("bad URL %q: the port is not 1 to 65535", rawURL)}
+		return nil, &refusal{u.Host, "bad URL " + quote(rawURL, maxQuotedURL) + ": the port is not 1 to 65535"}
 	}
 	if len(in[2]) > h.cfg.MaxHeaders {
 		return nil, &refusal{u.Host, fmt.Sprintf("the request's headers of %d bytes are over the limit of %d bytes", len(in[2]), h.cfg.MaxHeaders)}
@@ -459,11 +465,11 @@ func parseHeader(b []byte) (http.Header, error) {
 		}
 		name, value, ok := strings.Cut(line, ":")
 		if !ok || !validToken(name) {
-			return nil, fmt.Errorf("bad header line %q: want Name: value", line)
+			return nil, fmt.Errorf("bad header line %s: want Name: value", quote(line, maxQuotedHeader))
 		}
 		value = strings.Trim(value, " \t")
 		if strings.ContainsFunc(value, func(r rune) bool { return r < ' ' && r != '\t' || r == 0x7f }) {
-			return nil, fmt.Errorf("bad header %s: its value holds a control character", name)
+			return nil, fmt.Errorf("bad header %s: its value holds a control character", cut(name, maxQuotedHeader))
 		}
 		if strings.EqualFold(name, "Host") {
 			return nil, errors.New("bad header Host: the URL names the host")
@@ -490,4 +496,30 @@ func headerBlock(h http.Header) []byte {
 		}
 	}
 	return b
+}
+
+// Bounds on what a refusal shows of the program's bytes.
+const (
+	// maxMethod bounds a method: the longest registered with IANA is 17
+	// bytes (UPDATEREDIRECTREF).
+	maxMethod       = 64
+	maxQuotedURL    = 256
+	maxQuotedHeader = 64
+)
+
+// quote is b quoted, cut to its first n bytes ("…" after the quote then,
+// and its length).
+func quote[T ~string | ~[]byte](b T, n int) string {
+	if len(b) <= n {
+		return strconv.Quote(string(b))
+	}
+	return fmt.Sprintf("%s… (%d bytes)", strconv.Quote(string(b[:n])), len(b))
+}
+
+// cut is s cut to its first n bytes, "…" after when it was cut.
+func cut(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
 }

@@ -422,3 +422,36 @@ func TestHTTPGrantsPerProgram(t *testing.T) {
 		}
 	}
 }
+
+// TestHTTPQuotesAPrefix: a refusal, and the log's record of it, quote at
+// most a prefix of the program's method, URL or header line, however long
+// (a method of 200 KiB was quoted whole, and a valid one sent on).
+func TestHTTPQuotesAPrefix(t *testing.T) {
+	bad := "http://[::1" + strings.Repeat("x", host.MaxURL-len("http://[::1"))
+	for _, tc := range []struct {
+		name, method, url, headers string
+		message                    string
+	}{
+		{"method", strings.Repeat("A ", 100<<10), "http://x/", "", `berm.http: bad method "A A A `},
+		{"method token", strings.Repeat("A", 200<<10), "http://x/", "", `berm.http: bad method "AAAA`},
+		{"URL", "GET", bad, "", `berm.http: bad URL "http://[::1xxx`},
+		{"header line", "GET", "http://x/", strings.Repeat("h", 60<<10), `bad header line "hhhh`},
+		{"header name", "GET", "http://x/", strings.Repeat("X", 60<<10) + ": a\rb", "bad header XXXX"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var logged bytes.Buffer
+			cfg := host.HTTPConfig{Logger: slog.New(slog.NewTextHandler(&logged, nil))}
+			rt := deployHTTP(t, cfg, runtime.Limits{}, sandbox.Grants{Hosts: []string{"x"}})
+			got := call(t, rt, tc.method, tc.url, tc.headers, "")
+			if got.kind != "refused" || !strings.Contains(got.message, tc.message) {
+				t.Fatalf("%s %.100q, want refused %q", got.kind, got.message, tc.message)
+			}
+			if len(got.message) > 512 {
+				t.Errorf("the refusal is %d bytes, want at most 512: %.100q…", len(got.message), got.message)
+			}
+			if logged.Len() > 1024 {
+				t.Errorf("the log's record is %d bytes, want at most 1024: %.100q…", logged.Len(), logged.String())
+			}
+		})
+	}
+}

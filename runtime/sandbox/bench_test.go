@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/tetratelabs/wazero"
@@ -128,4 +129,47 @@ func runDiscard(b *testing.B, c wazero.CompiledModule, mounts []mountPoint, args
 		b.Fatal(r.trap)
 	}
 	return r.exit
+}
+
+// BenchmarkRenameOverDir renames a directory over an empty one 2000
+// levels down (a path of 4001 bytes, within MaxPath), as the attack on
+// path resolution did, after the mkdir that makes the next one: os.Root
+// walks every level of each path it resolves, one openat a level.
+//
+//	go test -run '^$' -bench RenameOverDir -count 6 ./runtime/sandbox/
+func BenchmarkRenameOverDir(b *testing.B) {
+	dir := b.TempDir()
+	r, err := os.OpenRoot(dir)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for range 2000 {
+		if err := r.Mkdir("a", 0o755); err != nil {
+			b.Fatal(err)
+		}
+		next, err := r.OpenRoot("a")
+		if err != nil {
+			b.Fatal(err)
+		}
+		r.Close()
+		r = next
+	}
+	r.Close()
+	f, err := Mount(Dir{Host: dir, Guest: "/data", Write: true})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer f.Close()
+	deep := strings.Repeat("a/", 1999) + "a"
+	if errno := f.Mkdir(deep+"/e", 0o755); errno != 0 {
+		b.Fatal(errno)
+	}
+	for b.Loop() {
+		if errno := f.Mkdir(deep+"/d", 0o755); errno != 0 {
+			b.Fatal(errno)
+		}
+		if errno := f.Rename(deep+"/d", deep+"/e"); errno != 0 {
+			b.Fatal(errno)
+		}
+	}
 }

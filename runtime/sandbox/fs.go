@@ -1,9 +1,9 @@
 package sandbox
 
 import (
+	"context"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path"
@@ -26,13 +26,24 @@ import (
 // fails with EROFS.
 //
 // An FS is safe for concurrent use by any number of instances; the files it
-// opens belong to the instance that opened them.
+// opens belong to the instance that opened them. Each instance should see
+// it through Bind, so that its reads and writes end with the instance's call.
 type FS struct {
 	experimentalsys.UnimplementedFS
 	root  *os.Root
 	guest string
 	write bool
-	open  atomic.Int64 // files open through it: MaxOpenFiles at most
+	// open counts the files open through the FS and every FS bound from
+	// it: MaxOpenFiles at most.
+	open *atomic.Int64
+	// syncs holds a token for each sync of a file running (file.Sync),
+	// through the FS and every FS bound from it: MaxSyncs at most.
+	syncs chan struct{}
+	// fsync is fsync(2) of a file; a test's may take its time.
+	fsync func(*os.File) error
+	// ctx returns the context of the call running in the instance the FS
+	// is bound to; nil when it is not bound.
+	ctx func() context.Context
 }
 
 var _ experimentalsys.FS = (*FS)(nil)
@@ -69,8 +80,27 @@ func Mount(d Dir) (*FS, error) {
 	if !os.SameFile(named, opened) {
 		return refuse(errors.New("was replaced while it was opened"))
 	}
-	return &FS{root: root, guest: d.Guest, write: d.Write}, nil
+	return &FS{root: root, guest: d.Guest, write: d.Write, open: new(atomic.Int64),
+		syncs: make(chan struct{}, MaxSyncs), fsync: (*os.File).Sync}, nil
 }
+
+// Bind returns f as one instance sees it, ctx returning the context of the
+// call the instance runs (instances are reused, so it changes from call to
+// call). A read or write through a file it opens moves at most Chunk bytes
+// at a time, and nothing more once that context is done: one fd_write of
+// 1024 iovecs of 50 MiB, or an fd_read of as many from a sparse file,
+// would otherwise hold the host for a minute past the call's deadline.
+// The files it opens count against f's MaxOpenFiles; closing f closes
+// what they share.
+func (f *FS) Bind(ctx func() context.Context) *FS {
+	g := *f
+	g.ctx = ctx
+	return &g
+}
+
+// OpenFiles reports how many files are open through f and the FSes bound
+// from it.
+func (f *FS) OpenFiles() int { return int(f.open.Load()) }
 
 // pathErr drops the path an os error repeats.
 func pathErr(err error) error {
@@ -87,6 +117,28 @@ func (f *FS) Close() error { return f.root.Close() }
 // String names the directory as the program sees it: wazero may print it in
 // errors a program sees, which must not show the host's paths.
 func (f *FS) String() string { return f.guest }
+
+// MaxPath bounds the length in bytes of a path an operation resolves, as
+// wazero hands it over: Linux's PATH_MAX. A program's own path is bounded
+// so before wazero sees it (runtime.MaxPath), but wazero joins it onto the
+// name of the directory descriptor it is relative to, which can be as
+// long: a descriptor opened nine times 2000 levels down carried a name of
+// 36 KB, walked again by every operation under it. Past it an operation
+// fails with ENAMETOOLONG, as Linux fails a path past PATH_MAX.
+//
+// So one operation resolves at most two paths of MaxPath bytes, at most
+// 2048 elements each, and os.Root follows at most 8 links in each.
+const MaxPath = 4096
+
+// tooLong reports whether any of paths is longer than MaxPath.
+func tooLong(paths ...string) bool {
+	for _, p := range paths {
+		if len(p) > MaxPath {
+			return true
+		}
+	}
+	return false
+}
 
 // rel turns a path wazero hands over into one relative to the root: wazero
 // joins a path under a directory opened at the root as "/name".
@@ -161,6 +213,9 @@ func osFlag(flag experimentalsys.Oflag) int {
 // OpenFile implements sys.FS. A link is followed only within the root (by
 // os.Root); with O_NOFOLLOW a link is not opened at all (ELOOP).
 func (f *FS) OpenFile(p string, flag experimentalsys.Oflag, perm fs.FileMode) (experimentalsys.File, experimentalsys.Errno) {
+	if tooLong(p) {
+		return nil, experimentalsys.ENAMETOOLONG
+	}
 	name := rel(p)
 	if !f.write && mutates(flag) {
 		if flag&experimentalsys.O_DIRECTORY != 0 {
@@ -179,7 +234,29 @@ func (f *FS) OpenFile(p string, flag experimentalsys.Oflag, perm fs.FileMode) (e
 			return nil, experimentalsys.ELOOP
 		}
 	}
-	osf, err := f.root.OpenFile(name, osFlag(flag)|oNonblock, perm&fs.ModePerm)
+	if name == "." && flag == experimentalsys.O_RDONLY && perm == 0 {
+		return f.top(flag)
+	}
+	file := &file{fs: f, name: name, flag: flag, append: flag&experimentalsys.O_APPEND != 0}
+	if errno := file.openOS(perm); errno != 0 {
+		return nil, errno
+	}
+	return file, 0
+}
+
+// top is the directory itself as wazero opens it at the first touch of a
+// preopen (to read, with no permissions, where path_open asks for 0600):
+// Go's and wasi-libc's initialization, and path_symlink or fd_prestat_get
+// given the preopen, only ask whether it is a directory, or its status. So
+// it is opened from the host at its first use that needs it (file.load),
+// and until then holds nothing of the host's, nor one of MaxOpenFiles: an
+// instance that only touched its preopen holds no descriptor when it goes
+// idle, and a full bound refuses a read of the directory (EAGAIN) rather
+// than make wazero's preopen panic. A program's own path_open of "." is
+// opened and counted as any other, so that it cannot make descriptors
+// without end.
+func (f *FS) top(flag experimentalsys.Oflag) (experimentalsys.File, experimentalsys.Errno) {
+	fi, err := f.root.Stat(".")
 	if err != nil {
 		if errors.Is(err, fs.ErrClosed) {
 			// The grant is closed under a running program: its directory
@@ -188,25 +265,41 @@ func (f *FS) OpenFile(p string, flag experimentalsys.Oflag, perm fs.FileMode) (e
 		}
 		return nil, errnoOf(err)
 	}
-	file := &file{fs: f, f: osf, name: name, flag: flag, append: flag&experimentalsys.O_APPEND != 0}
-	st, errno := file.Stat()
-	if errno == 0 && (!st.Mode.IsRegular() && !st.Mode.IsDir() || pseudo(osf)) {
+	st := sys.NewStat_t(fi)
+	return &file{fs: f, name: ".", flag: flag, stat: &fileStat{dev: st.Dev, ino: st.Ino, isDir: true}}, 0
+}
+
+// openOS opens f's file from the host: what OpenFile opens, and what load
+// opens of the directory itself.
+func (f *file) openOS(perm fs.FileMode) experimentalsys.Errno {
+	osf, err := f.fs.root.OpenFile(f.name, osFlag(f.flag)|oNonblock, perm&fs.ModePerm)
+	if err != nil {
+		if errors.Is(err, fs.ErrClosed) {
+			return experimentalsys.ENOENT // as in top
+		}
+		return errnoOf(err)
+	}
+	fi, err := osf.Stat()
+	errno := errnoOf(err)
+	if errno == 0 && (!fi.Mode().IsRegular() && !fi.IsDir() || pseudo(osf)) {
 		// A named pipe, a socket or a device: reading or writing one can
 		// block past the call's deadline, or reach beyond the directory.
 		// A file of /proc or /sys is the host's memory or settings.
 		errno = experimentalsys.EACCES
 	}
-	if errno == 0 && f.open.Add(1) > MaxOpenFiles {
+	if errno == 0 && f.fs.open.Add(1) > MaxOpenFiles {
 		// One call holding every descriptor would starve the server.
 		// (wazero's errors have no EMFILE; EAGAIN says to try later.)
-		f.open.Add(-1)
+		f.fs.open.Add(-1)
 		errno = experimentalsys.EAGAIN
 	}
 	if errno != 0 {
 		osf.Close()
-		return nil, errno
+		return errno
 	}
-	return file, 0
+	st := sys.NewStat_t(fi)
+	f.f, f.stat = osf, &fileStat{dev: st.Dev, ino: st.Ino, isDir: fi.IsDir()}
+	return 0
 }
 
 // MaxOpenFiles bounds the files and directories open at once through one
@@ -215,6 +308,9 @@ const MaxOpenFiles = 1024
 
 // Lstat implements sys.FS.
 func (f *FS) Lstat(p string) (sys.Stat_t, experimentalsys.Errno) {
+	if tooLong(p) {
+		return sys.Stat_t{}, experimentalsys.ENAMETOOLONG
+	}
 	fi, err := f.root.Lstat(rel(p))
 	if err != nil {
 		return sys.Stat_t{}, errnoOf(err)
@@ -224,6 +320,9 @@ func (f *FS) Lstat(p string) (sys.Stat_t, experimentalsys.Errno) {
 
 // Stat implements sys.FS.
 func (f *FS) Stat(p string) (sys.Stat_t, experimentalsys.Errno) {
+	if tooLong(p) {
+		return sys.Stat_t{}, experimentalsys.ENAMETOOLONG
+	}
 	fi, err := f.root.Stat(rel(p))
 	if err != nil {
 		return sys.Stat_t{}, errnoOf(err)
@@ -233,6 +332,9 @@ func (f *FS) Stat(p string) (sys.Stat_t, experimentalsys.Errno) {
 
 // Mkdir implements sys.FS.
 func (f *FS) Mkdir(p string, perm fs.FileMode) experimentalsys.Errno {
+	if tooLong(p) {
+		return experimentalsys.ENAMETOOLONG
+	}
 	if !f.write {
 		return experimentalsys.EROFS
 	}
@@ -245,6 +347,9 @@ func (f *FS) Mkdir(p string, perm fs.FileMode) experimentalsys.Errno {
 
 // Chmod implements sys.FS.
 func (f *FS) Chmod(p string, perm fs.FileMode) experimentalsys.Errno {
+	if tooLong(p) {
+		return experimentalsys.ENAMETOOLONG
+	}
 	if !f.write {
 		return experimentalsys.EROFS
 	}
@@ -253,6 +358,9 @@ func (f *FS) Chmod(p string, perm fs.FileMode) experimentalsys.Errno {
 
 // Rename implements sys.FS.
 func (f *FS) Rename(from, to string) experimentalsys.Errno {
+	if tooLong(from, to) {
+		return experimentalsys.ENAMETOOLONG
+	}
 	if !f.write {
 		return experimentalsys.EROFS
 	}
@@ -266,34 +374,11 @@ func (f *FS) Rename(from, to string) experimentalsys.Errno {
 	return errnoOf(err)
 }
 
-func (f *FS) renameOverDir(from, to string) experimentalsys.Errno {
-	src, err := f.root.Lstat(from)
-	if err != nil {
-		return errnoOf(err)
-	}
-	if !src.IsDir() {
-		return experimentalsys.EISDIR
-	}
-	dst, err := f.root.Open(to)
-	if err != nil {
-		return errnoOf(err)
-	}
-	names, err := dst.Readdirnames(1)
-	dst.Close()
-	if len(names) > 0 {
-		return experimentalsys.ENOTEMPTY
-	}
-	if err != nil && err != io.EOF {
-		return errnoOf(err)
-	}
-	if errno := f.Rmdir(to); errno != 0 {
-		return errno
-	}
-	return errnoOf(f.root.Rename(from, to))
-}
-
 // Rmdir implements sys.FS.
 func (f *FS) Rmdir(p string) experimentalsys.Errno {
+	if tooLong(p) {
+		return experimentalsys.ENAMETOOLONG
+	}
 	if !f.write {
 		return experimentalsys.EROFS
 	}
@@ -312,6 +397,9 @@ func (f *FS) Rmdir(p string) experimentalsys.Errno {
 
 // Unlink implements sys.FS.
 func (f *FS) Unlink(p string) experimentalsys.Errno {
+	if tooLong(p) {
+		return experimentalsys.ENAMETOOLONG
+	}
 	if !f.write {
 		return experimentalsys.EROFS
 	}
@@ -330,6 +418,9 @@ func (f *FS) Unlink(p string) experimentalsys.Errno {
 // in oldPath is linked itself, not followed (linkat without
 // AT_SYMLINK_FOLLOW).
 func (f *FS) Link(oldPath, newPath string) experimentalsys.Errno {
+	if tooLong(oldPath, newPath) {
+		return experimentalsys.ENAMETOOLONG
+	}
 	if !f.write {
 		return experimentalsys.EROFS
 	}
@@ -340,6 +431,9 @@ func (f *FS) Link(oldPath, newPath string) experimentalsys.Errno {
 // above the root from where it is made, is refused (EPERM): the root would
 // not follow it, but the host's own tools would.
 func (f *FS) Symlink(target, link string) experimentalsys.Errno {
+	if tooLong(target, link) {
+		return experimentalsys.ENAMETOOLONG
+	}
 	if !f.write {
 		return experimentalsys.EROFS
 	}
@@ -367,9 +461,14 @@ func escapes(target, link string) bool {
 	return false
 }
 
-// Readlink implements sys.FS.
+// Readlink implements sys.FS. A link on a file system of the kernel's own
+// is refused (EACCES), as opening its files is (readlink in fs_linux.go):
+// /proc/self/exe and /proc/self/cwd name the host's files.
 func (f *FS) Readlink(p string) (string, experimentalsys.Errno) {
-	target, err := f.root.Readlink(rel(p))
+	if tooLong(p) {
+		return "", experimentalsys.ENAMETOOLONG
+	}
+	target, err := readlink(f.root, rel(p))
 	if err != nil {
 		return "", errnoOf(err)
 	}
@@ -378,6 +477,9 @@ func (f *FS) Readlink(p string) (string, experimentalsys.Errno) {
 
 // Utimens implements sys.FS.
 func (f *FS) Utimens(p string, atim, mtim int64) experimentalsys.Errno {
+	if tooLong(p) {
+		return experimentalsys.ENAMETOOLONG
+	}
 	if !f.write {
 		return experimentalsys.EROFS
 	}

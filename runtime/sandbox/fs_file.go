@@ -44,6 +44,18 @@ func (f *file) cached() (*fileStat, experimentalsys.Errno) {
 	return f.stat, 0
 }
 
+// load opens the directory itself from the host, at the first use that
+// needs it (FS.top).
+func (f *file) load() experimentalsys.Errno {
+	if f.f != nil {
+		return 0
+	}
+	if f.closed {
+		return experimentalsys.EBADF
+	}
+	return f.openOS(0)
+}
+
 // Dev implements sys.File.
 func (f *file) Dev() (uint64, experimentalsys.Errno) {
 	st, errno := f.cached()
@@ -155,7 +167,13 @@ func (f *file) Stat() (sys.Stat_t, experimentalsys.Errno) {
 	if f.closed {
 		return sys.Stat_t{}, experimentalsys.EBADF
 	}
-	fi, err := f.f.Stat()
+	var fi os.FileInfo
+	var err error
+	if f.f == nil {
+		fi, err = f.fs.root.Stat(f.name) // the directory itself, not yet loaded
+	} else {
+		fi, err = f.f.Stat()
+	}
 	if err != nil {
 		return sys.Stat_t{}, errnoOf(err)
 	}
@@ -178,12 +196,50 @@ func (f *file) fileErr(errno experimentalsys.Errno) experimentalsys.Errno {
 	return errno
 }
 
+// Chunk bounds what one read or write of a file moves before it looks again
+// at whether its instance's call is done (FS.Bind): a megabyte takes the
+// host well under a millisecond from the page cache.
+const Chunk = 1 << 20
+
+// over reports whether the call of the instance f belongs to is done.
+func (f *file) over() bool { return f.fs.ctx != nil && f.fs.ctx().Err() != nil }
+
+// chunked moves buf a Chunk at a time through move, given each chunk and
+// where it starts in buf, until all of buf is moved, move moves less than
+// it was given or fails, or the call is over. It returns what was moved,
+// and whether the call was over before anything was: EINTR then, as a
+// signal would give, so that wazero's writev stops at that iovec rather
+// than go on to the next.
+func (f *file) chunked(buf []byte, move func(b []byte, at int) (int, error)) (n int, err error, interrupted bool) {
+	for n < len(buf) {
+		if f.over() {
+			return n, nil, n == 0
+		}
+		b := buf[n:]
+		if len(b) > Chunk {
+			b = b[:Chunk]
+		}
+		m, err := move(b, n)
+		n += m
+		if err != nil || m < len(b) {
+			return n, err, false
+		}
+	}
+	return n, nil, false
+}
+
 // Read implements sys.File.
 func (f *file) Read(buf []byte) (int, experimentalsys.Errno) {
 	if len(buf) == 0 {
 		return 0, 0
 	}
-	n, err := f.f.Read(buf)
+	if errno := f.load(); errno != 0 {
+		return 0, errno
+	}
+	n, err, interrupted := f.chunked(buf, func(b []byte, _ int) (int, error) { return f.f.Read(b) })
+	if interrupted {
+		return 0, experimentalsys.EINTR
+	}
 	if err != nil && err != io.EOF {
 		return n, f.fileErr(errnoOf(err))
 	}
@@ -198,7 +254,13 @@ func (f *file) Pread(buf []byte, off int64) (int, experimentalsys.Errno) {
 	if off < 0 {
 		return 0, experimentalsys.EINVAL
 	}
-	n, err := f.f.ReadAt(buf, off)
+	if errno := f.load(); errno != 0 {
+		return 0, errno
+	}
+	n, err, interrupted := f.chunked(buf, func(b []byte, at int) (int, error) { return f.f.ReadAt(b, off+int64(at)) })
+	if interrupted {
+		return 0, experimentalsys.EINTR
+	}
 	if err != nil && err != io.EOF {
 		return n, f.fileErr(errnoOf(err))
 	}
@@ -218,6 +280,9 @@ func (f *file) Seek(off offset, whence int) (int64, experimentalsys.Errno) {
 		return 0, errno
 	} else if isDir && (off != 0 || whence != io.SeekStart) {
 		return 0, experimentalsys.EISDIR
+	}
+	if errno := f.load(); errno != 0 {
+		return 0, errno
 	}
 	n, err := f.f.Seek(off, whence)
 	if err != nil {
@@ -241,20 +306,46 @@ func (f *file) Readdir(n int) ([]experimentalsys.Dirent, experimentalsys.Errno) 
 	} else if !isDir {
 		return nil, experimentalsys.EBADF // as wazero's own
 	}
-	fis, err := f.f.Readdir(n)
-	if err != nil && err != io.EOF {
-		errno := errnoOf(err)
-		if errno == experimentalsys.EINVAL || errno == experimentalsys.ENOTDIR {
-			errno = experimentalsys.EBADF
-		}
+	// wazero asks for as many entries as the program's buffer could hold
+	// (5 million in 128 MiB), and os stats each: they are read a batch at
+	// a time, and no more once the call is over, which wazero takes for
+	// the directory's end (the call traps at its next host function).
+	if errno := f.load(); errno != 0 {
 		return nil, errno
 	}
-	dirents := make([]experimentalsys.Dirent, len(fis))
-	for i, fi := range fis {
-		dirents[i] = experimentalsys.Dirent{Name: fi.Name(), Ino: sys.NewStat_t(fi).Ino, Type: fi.Mode().Type()}
+	var dirents []experimentalsys.Dirent
+	for n <= 0 || len(dirents) < n {
+		if f.over() && len(dirents) > 0 {
+			break
+		}
+		batch := readdirBatch
+		if n > 0 {
+			batch = min(batch, n-len(dirents))
+		}
+		fis, err := f.f.Readdir(batch)
+		if err != nil && err != io.EOF {
+			if len(dirents) > 0 {
+				break // the next read meets it again
+			}
+			errno := errnoOf(err)
+			if errno == experimentalsys.EINVAL || errno == experimentalsys.ENOTDIR {
+				errno = experimentalsys.EBADF
+			}
+			return nil, errno
+		}
+		for _, fi := range fis {
+			dirents = append(dirents, experimentalsys.Dirent{Name: fi.Name(), Ino: sys.NewStat_t(fi).Ino, Type: fi.Mode().Type()})
+		}
+		if len(fis) < batch {
+			break
+		}
 	}
 	return dirents, 0
 }
+
+// readdirBatch is how many entries Readdir reads before it looks again at
+// whether the call is over.
+const readdirBatch = 1024
 
 // Write implements sys.File.
 func (f *file) Write(buf []byte) (int, experimentalsys.Errno) {
@@ -264,7 +355,17 @@ func (f *file) Write(buf []byte) (int, experimentalsys.Errno) {
 	if len(buf) == 0 {
 		return 0, 0
 	}
-	n, err := f.f.Write(buf)
+	if errno := f.load(); errno != 0 {
+		return 0, errno
+	}
+	return f.written(f.chunked(buf, func(b []byte, _ int) (int, error) { return f.f.Write(b) }))
+}
+
+// written is what a write returns of what chunked moved.
+func (f *file) written(n int, err error, interrupted bool) (int, experimentalsys.Errno) {
+	if interrupted {
+		return 0, experimentalsys.EINTR
+	}
 	if err != nil {
 		return n, f.fileErr(errnoOf(err))
 	}
@@ -284,26 +385,22 @@ func (f *file) Pwrite(buf []byte, off int64) (int, experimentalsys.Errno) {
 	if len(buf) == 0 {
 		return 0, 0
 	}
+	if errno := f.load(); errno != 0 {
+		return 0, errno
+	}
 	if f.flag&experimentalsys.O_APPEND == 0 {
-		n, err := f.f.WriteAt(buf, off)
-		if err != nil {
-			return n, f.fileErr(errnoOf(err))
-		}
-		return n, 0
+		return f.written(f.chunked(buf, func(b []byte, at int) (int, error) { return f.f.WriteAt(b, off+int64(at)) }))
 	}
 	// pwrite(2) leaves the offset where it was.
 	pos, err := f.f.Seek(0, io.SeekCurrent)
 	if err != nil {
 		return 0, f.fileErr(errnoOf(err))
 	}
-	n, err := f.f.Write(buf)
+	n, err, interrupted := f.chunked(buf, func(b []byte, _ int) (int, error) { return f.f.Write(b) })
 	if _, err2 := f.f.Seek(pos, io.SeekStart); err == nil {
 		err = err2
 	}
-	if err != nil {
-		return n, f.fileErr(errnoOf(err))
-	}
-	return n, 0
+	return f.written(n, err, interrupted)
 }
 
 // Truncate implements sys.File.
@@ -314,15 +411,49 @@ func (f *file) Truncate(size int64) experimentalsys.Errno {
 	if size < 0 {
 		return experimentalsys.EINVAL
 	}
+	if errno := f.load(); errno != 0 {
+		return errno
+	}
 	return f.fileErr(errnoOf(f.f.Truncate(size)))
 }
 
-// Sync implements sys.File.
+// MaxSyncs bounds the syncs of one granted directory's files that run at
+// once, by every instance of its program together, those whose calls are
+// over included.
+const MaxSyncs = 4
+
+// Sync implements sys.File. fsync(2) takes as long as the disk needs for
+// the file's dirty pages, and nothing ends it (0.35 s after 0.5 GB was
+// written, at a deadline of 200 ms), so a bound file's runs apart: its
+// call waits for it until the call is over, then gets EINTR, and the sync
+// goes on to its end without it (an instance is discarded after its
+// deadline). A call waits for its turn among MaxSyncs the same way.
 func (f *file) Sync() experimentalsys.Errno {
-	if f.closed {
-		return experimentalsys.EBADF
+	if errno := f.load(); errno != 0 {
+		return errno
 	}
-	return errnoOf(f.f.Sync())
+	if f.fs.ctx == nil {
+		return errnoOf(f.fs.fsync(f.f))
+	}
+	ctx := f.fs.ctx()
+	select {
+	case f.fs.syncs <- struct{}{}:
+	case <-ctx.Done():
+		return experimentalsys.EINTR
+	}
+	done := make(chan error, 1)
+	// The file as it is now: SetAppend may put another in its place, and
+	// closing this one waits for nothing (os closes it once the sync ends).
+	go func(osf *os.File) {
+		defer func() { <-f.fs.syncs }()
+		done <- f.fs.fsync(osf)
+	}(f.f)
+	select {
+	case err := <-done:
+		return errnoOf(err)
+	case <-ctx.Done():
+		return experimentalsys.EINTR
+	}
 }
 
 // Datasync implements sys.File.
@@ -337,6 +468,9 @@ func (f *file) Utimens(atim, mtim int64) experimentalsys.Errno {
 	}
 	if !f.fs.write {
 		return experimentalsys.EROFS
+	}
+	if errno := f.load(); errno != 0 {
+		return errno
 	}
 	was, err1 := f.f.Stat()
 	now, err2 := f.fs.root.Stat(f.name)
@@ -355,6 +489,9 @@ func (f *file) Close() experimentalsys.Errno {
 		return 0
 	}
 	f.closed = true
+	if f.f == nil {
+		return 0 // never loaded
+	}
 	f.fs.open.Add(-1)
 	return errnoOf(f.f.Close())
 }

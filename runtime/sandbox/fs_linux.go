@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path"
 	"strings"
 
 	"golang.org/x/sys/unix"
@@ -56,4 +57,33 @@ func pseudo(f *os.File) bool {
 		return true
 	}
 	return false
+}
+
+// readlink reads the link at name in root. The directory that holds it is
+// opened first, through root, and the link read from that descriptor, so
+// that what is checked is what is read: a link in a directory on a
+// kernel's file system (pseudo) is refused, whichever path led there.
+func readlink(root *os.Root, name string) (string, error) {
+	dir, base := path.Split(name)
+	if dir == "" {
+		dir = "."
+	}
+	d, err := root.Open(dir)
+	if err != nil {
+		return "", err
+	}
+	defer d.Close()
+	if pseudo(d) {
+		return "", unix.EACCES
+	}
+	for size := 256; ; size *= 2 {
+		buf := make([]byte, size)
+		n, err := unix.Readlinkat(int(d.Fd()), base, buf)
+		if err != nil {
+			return "", err
+		}
+		if n < size {
+			return string(buf[:n]), nil
+		}
+	}
 }

@@ -24,3 +24,7 @@ func openRoot(host string) (*os.Root, error) {
 // pseudo reports whether f is on a file system of the kernel's own; only
 // Linux's are known (fs_linux.go).
 func pseudo(*os.File) bool { return false }
+
+// readlink reads the link at name in root; only Linux's kernel file
+// systems are known (fs_linux.go).
+func readlink(root *os.Root, name string) (string, error) { return root.Readlink(name) }

@@ -13,9 +13,37 @@ import (
 	"testing"
 )
 
-// wasiTestsuite is where the WASI test suite's preview 1 programs are: in
-// shared/ beside the repository (see its README).
-const wasiTestsuite = "../../../shared/wasi-testsuite"
+// envWASITestsuite names the WASI test suite's directory. Set, it makes the
+// suite required: TestWASITestsuite fails when it is not there, as in CI
+// (.ci/run sets it), rather than skip. Unset, the suite is looked for at
+// defaultWASITestsuite, and a developer without it skips.
+const envWASITestsuite = "BERM_WASI_TESTSUITE"
+
+// defaultWASITestsuite is where the suite's preview 1 programs are when
+// envWASITestsuite is not set: in shared/ beside the repository (see its
+// README).
+const defaultWASITestsuite = "../../../shared/wasi-testsuite"
+
+// wasiTestsuite returns the suite's directory, skipping the test when the
+// suite is missing and not required.
+func wasiTestsuite(t *testing.T) string {
+	t.Helper()
+	dir, required := os.LookupEnv(envWASITestsuite)
+	if !required || dir == "" {
+		dir, required = defaultWASITestsuite, false
+	}
+	_, err := os.Stat(filepath.Join(dir, "tests"))
+	switch {
+	case err == nil:
+		return dir
+	case required:
+		t.Fatalf("the WASI test suite is not at %s, where %s says it is: %v", dir, envWASITestsuite, err)
+	default:
+		t.Skipf("the WASI test suite is not at %s (shared/wasi-testsuite beside the repository; set %s to run it from elsewhere): %v",
+			dir, envWASITestsuite, err)
+	}
+	return ""
+}
 
 // wasiSkips is the file naming each test of the suite that is skipped, and
 // why.
@@ -126,15 +154,13 @@ func readSkips(t *testing.T) map[string]string {
 // named in testdata/wasi-testsuite-skips.txt is skipped, saying why; it
 // still runs, and fails if it passes, so that the list stays true.
 func TestWASITestsuite(t *testing.T) {
-	if _, err := os.Stat(wasiTestsuite); err != nil {
-		t.Skipf("the WASI test suite is not at %s (shared/wasi-testsuite beside the repository): %v", wasiTestsuite, err)
-	}
-	tests, err := filepath.Glob(filepath.Join(wasiTestsuite, "tests", "*", "testsuite", "wasm32-wasip1", "*.wasm"))
+	suite := wasiTestsuite(t)
+	tests, err := filepath.Glob(filepath.Join(suite, "tests", "*", "testsuite", "wasm32-wasip1", "*.wasm"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(tests) == 0 {
-		t.Fatalf("no tests under %s", wasiTestsuite)
+		t.Fatalf("no tests under %s", suite)
 	}
 	skips := readSkips(t)
 	var names []string

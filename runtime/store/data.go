@@ -1,6 +1,7 @@
 package store
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
@@ -11,7 +12,6 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
-	"sync"
 	"time"
 
 	"github.com/berm-dev/berm/manifest"
@@ -85,10 +85,14 @@ func encodeEntry(key, value []byte) []byte {
 	return append(b, value...)
 }
 
-// Get returns the value of key in program's data.
-func (s *Store) Get(program string, key []byte) ([]byte, bool, error) {
+// Get returns the value of key in program's data. It waits for nothing (a
+// write renames its file into place), so ctx is only checked first.
+func (s *Store) Get(ctx context.Context, program string, key []byte) ([]byte, bool, error) {
 	if err := manifest.CheckProgramName(program); err != nil {
 		return nil, false, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, false, fmt.Errorf("data of %s: %w", program, err)
 	}
 	b, err := readBounded(s.keyPath(program, key), maxEntry)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -109,9 +113,10 @@ func (s *Store) Get(program string, key []byte) ([]byte, bool, error) {
 
 // usage is one program's data as this process last counted it.
 type usage struct {
-	// mu makes this process's writers of the program take turns; the
-	// lock file makes processes take turns.
-	mu sync.Mutex
+	// turn makes this process's writers of the program take turns (a
+	// channel of one, not a mutex, so that a call's writer stops waiting at
+	// the call's deadline); the lock file makes processes take turns.
+	turn chan struct{}
 
 	valid bool
 	// What the count was made under: the lock file (a removed directory
@@ -133,11 +138,30 @@ func (s *Store) usage(program string) *usage {
 	}
 	u := s.data[program]
 	if u == nil {
-		u = &usage{}
+		u = &usage{turn: make(chan struct{}, 1)}
 		s.data[program] = u
 	}
 	return u
 }
+
+// lock waits for this process's turn at the program's data, or for ctx.
+func (u *usage) lock(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	select {
+	case u.turn <- struct{}{}:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("waiting for another writer: %w", ctx.Err())
+	}
+}
+
+// hold waits for this process's turn for as long as it takes: for what no
+// call waits on (a Remove, DataUsage, CollectTemp).
+func (u *usage) hold() { u.turn <- struct{}{} }
+
+func (u *usage) unlock() { <-u.turn }
 
 // fresh reports whether the count still holds: no process has written since.
 func (u *usage) fresh(l *dataLock, dir string) bool {
@@ -205,8 +229,8 @@ func (u *usage) wrote(token uint64, dir string) {
 }
 
 // Set stores value under key in program's data, refusing with ErrQuota what
-// passes the limits.
-func (s *Store) Set(program string, key, value []byte) error {
+// passes the limits. ctx ends its waits for other writers, never the write.
+func (s *Store) Set(ctx context.Context, program string, key, value []byte) error {
 	if err := manifest.CheckProgramName(program); err != nil {
 		return err
 	}
@@ -217,10 +241,12 @@ func (s *Store) Set(program string, key, value []byte) error {
 		return fmt.Errorf("value of %d bytes is over the limit of %d bytes: %w", len(value), MaxValue, ErrQuota)
 	}
 	u := s.usage(program)
-	u.mu.Lock()
-	defer u.mu.Unlock()
+	if err := u.lock(ctx); err != nil {
+		return fmt.Errorf("data of %s: %w", program, err)
+	}
+	defer u.unlock()
 	dir := s.dataPath(program)
-	l, err := lockData(dir, true)
+	l, err := lockData(ctx, dir, true)
 	if err != nil {
 		return fmt.Errorf("data of %s: %w", program, err)
 	}
@@ -270,16 +296,19 @@ func (s *Store) Set(program string, key, value []byte) error {
 	return nil
 }
 
-// Delete removes key from program's data; an absent key is no error.
-func (s *Store) Delete(program string, key []byte) error {
+// Delete removes key from program's data; an absent key is no error. ctx
+// ends its waits for other writers.
+func (s *Store) Delete(ctx context.Context, program string, key []byte) error {
 	if err := manifest.CheckProgramName(program); err != nil {
 		return err
 	}
 	u := s.usage(program)
-	u.mu.Lock()
-	defer u.mu.Unlock()
+	if err := u.lock(ctx); err != nil {
+		return fmt.Errorf("data of %s: %w", program, err)
+	}
+	defer u.unlock()
 	dir := s.dataPath(program)
-	l, err := lockData(dir, false)
+	l, err := lockData(ctx, dir, false)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil // no data at all
 	}
@@ -322,11 +351,11 @@ func (s *Store) Delete(program string, key []byte) error {
 // removeData removes all of program's data, in turn with its writers.
 func (s *Store) removeData(program string) error {
 	u := s.usage(program)
-	u.mu.Lock()
-	defer u.mu.Unlock()
+	u.hold()
+	defer u.unlock()
 	u.valid = false
 	dir := s.dataPath(program)
-	l, err := lockData(dir, false)
+	l, err := lockData(context.Background(), dir, false)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil
 	}
@@ -374,8 +403,9 @@ type dataLock struct {
 }
 
 // lockData locks the lock file of a data directory, creating the directory
-// first when create; without it, a missing directory is fs.ErrNotExist.
-func lockData(dir string, create bool) (*dataLock, error) {
+// first when create; without it, a missing directory is fs.ErrNotExist. It
+// waits for another process's lock until ctx is done.
+func lockData(ctx context.Context, dir string, create bool) (*dataLock, error) {
 	path := filepath.Join(dir, lockName)
 	for {
 		if create {
@@ -390,7 +420,7 @@ func lockData(dir string, create bool) (*dataLock, error) {
 		if err != nil {
 			return nil, err
 		}
-		if err := lockFile(f); err != nil {
+		if err := lockFile(ctx, f); err != nil {
 			f.Close()
 			return nil, err
 		}

@@ -71,7 +71,7 @@ func TestPlantedFiles(t *testing.T) {
 		t.Fatalf("Image of a link to /dev/zero = %v, want ErrDamaged", err)
 	}
 	// A data entry that is a FIFO fails the get instead of blocking it.
-	if err := s.Set("ok", []byte("k"), []byte("v")); err != nil {
+	if err := s.Set(t.Context(), "ok", []byte("k"), []byte("v")); err != nil {
 		t.Fatal(err)
 	}
 	entries, _ := os.ReadDir(filepath.Join(s.Root(), "data", "ok"))
@@ -85,7 +85,7 @@ func TestPlantedFiles(t *testing.T) {
 		}
 	}
 	got := make(chan error, 1)
-	go func() { _, _, err := s.Get("ok", []byte("k")); got <- err }()
+	go func() { _, _, err := s.Get(t.Context(), "ok", []byte("k")); got <- err }()
 	select {
 	case err := <-got:
 		if !errors.Is(err, store.ErrDamaged) {

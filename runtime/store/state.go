@@ -51,9 +51,16 @@ type State interface {
 	// writers of one program on any number of handles take turns, so that
 	// they never pass a bound together. A write that takes no more than it
 	// frees passes even over the quota.
-	Get(program string, key []byte) ([]byte, bool, error)
-	Set(program string, key, value []byte) error
-	Delete(program string, key []byte) error
+	//
+	// They take the context of the call they are made for: a wait (for
+	// another writer's turn, a lock in the database) ends when it is done,
+	// with an error that wraps its ctx.Err() and not ErrUnavailable, so
+	// that no call runs past its deadline in the store. A Set so ended
+	// wrote nothing, but where a database committed it just before the
+	// answer was lost, as on any lost connection.
+	Get(ctx context.Context, program string, key []byte) ([]byte, bool, error)
+	Set(ctx context.Context, program string, key, value []byte) error
+	Delete(ctx context.Context, program string, key []byte) error
 	// DataUsage is what program's data is charged against MaxDataBytes:
 	// each entry 4+len(key)+len(value) bytes (what the directory's file of
 	// it holds) rounded up to whole blocks of BlockSize, one at least, so

@@ -26,10 +26,11 @@
 // A program's data is bounded by what the disk pays for it: every entry is
 // charged its size rounded up to whole blocks (BlockSize), MaxDataBytes in
 // all, and MaxKeys entries. Writers of one program's data take turns, in a
-// process (a mutex) and across processes (flock on data/<name>/.lock, where
-// there is flock), so that concurrent writers never pass a bound together;
-// each process keeps the program's usage in memory and scans the directory
-// again only when another process wrote since, which a token that every write
+// process and across processes (flock on data/<name>/.lock, where there is
+// flock), so that concurrent writers never pass a bound together, and a
+// call's writer waits for its turn until the call's context is done; each
+// process keeps the program's usage in memory and scans the directory again
+// only when another process wrote since, which a token that every write
 // leaves in the lock file tells (data.go).
 package store
 

@@ -144,8 +144,8 @@ func TestProgramNamesStayInRoot(t *testing.T) {
 		if d, err := s.Deployment(name); err == nil {
 			t.Errorf("Deployment(%q) read %+v", name, d)
 		}
-		s.Set(name, []byte("k"), []byte("v"))
-		s.Delete(name, []byte("k"))
+		s.Set(t.Context(), name, []byte("k"), []byte("v"))
+		s.Delete(t.Context(), name, []byte("k"))
 		s.Remove(name, false)
 	}
 	if _, err := os.Stat(filepath.Join(root, "x.json")); err != nil {
@@ -239,10 +239,10 @@ func TestOpenExisting(t *testing.T) {
 	if _, err := s.Deployment("p"); !errors.Is(err, store.ErrNotDeployed) {
 		t.Fatalf("Deployment: %v", err)
 	}
-	if _, _, err := s.Get("p", []byte("k")); err != nil {
+	if _, _, err := s.Get(t.Context(), "p", []byte("k")); err != nil {
 		t.Fatalf("Get: %v", err)
 	}
-	if err := s.Delete("p", []byte("k")); err != nil {
+	if err := s.Delete(t.Context(), "p", []byte("k")); err != nil {
 		t.Fatalf("Delete: %v", err)
 	}
 	if _, err := s.Image("sha256:" + strings.Repeat("0", 64)); !errors.Is(err, store.ErrNoImage) {
@@ -262,7 +262,7 @@ func TestOpenExisting(t *testing.T) {
 	if err := s.Deploy(store.Deployment{Name: "p", Digest: digest}); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Set("p", []byte("k"), []byte("v")); err != nil {
+	if err := s.Set(t.Context(), "p", []byte("k"), []byte("v")); err != nil {
 		t.Fatal(err)
 	}
 	if list, _, _ := s.Deployments(); len(list) != 1 {
@@ -312,7 +312,7 @@ func TestCollectTemp(t *testing.T) {
 		t.Fatal(err)
 	}
 	value := make([]byte, 3*store.BlockSize)
-	if err := s.Set("p", []byte("k"), value); !errors.Is(err, store.ErrQuota) {
+	if err := s.Set(t.Context(), "p", []byte("k"), value); !errors.Is(err, store.ErrQuota) {
 		t.Fatalf("Set past a temporary file: %v, want ErrQuota", err)
 	}
 	files, bytes, err := s.CollectTemp(time.Hour)
@@ -329,7 +329,7 @@ func TestCollectTemp(t *testing.T) {
 			t.Errorf("%s: %v", path, err)
 		}
 	}
-	if err := s.Set("p", []byte("k"), value); err != nil {
+	if err := s.Set(t.Context(), "p", []byte("k"), value); err != nil {
 		t.Fatalf("Set once collected: %v", err)
 	}
 	if files, _, err := s.CollectTemp(time.Hour); files != 0 || err != nil {
@@ -392,7 +392,7 @@ func TestDataCountToken(t *testing.T) {
 	root := t.TempDir()
 	a, _ := store.Open(root)
 	b, _ := store.Open(root)
-	if err := b.Set("p", []byte("small"), []byte("v")); err != nil {
+	if err := b.Set(t.Context(), "p", []byte("small"), []byte("v")); err != nil {
 		t.Fatal(err)
 	}
 	dir := filepath.Join(root, "data", "p")
@@ -400,7 +400,7 @@ func TestDataCountToken(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := a.Set("p", []byte("big"), make([]byte, store.MaxValue)); err != nil {
+	if err := a.Set(t.Context(), "p", []byte("big"), make([]byte, store.MaxValue)); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.Chtimes(dir, info.ModTime(), info.ModTime()); err != nil {
@@ -410,7 +410,7 @@ func TestDataCountToken(t *testing.T) {
 	if got, err := b.DataUsage("p"); err != nil || got != want {
 		t.Fatalf("b's DataUsage after a's write = %d, %v; want %d", got, err, want)
 	}
-	if err := a.Delete("p", []byte("big")); err != nil {
+	if err := a.Delete(t.Context(), "p", []byte("big")); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.Chtimes(dir, info.ModTime(), info.ModTime()); err != nil {
@@ -432,11 +432,11 @@ func BenchmarkSet(b *testing.B) {
 	if err := fillKeys(s.Root(), "p", 10_000); err != nil {
 		b.Fatal(err)
 	}
-	if err := s.Set("p", []byte("key 0"), []byte("value")); err != nil {
+	if err := s.Set(b.Context(), "p", []byte("key 0"), []byte("value")); err != nil {
 		b.Fatal(err)
 	}
 	for b.Loop() {
-		if err := s.Set("p", []byte("key 0"), []byte("another value")); err != nil {
+		if err := s.Set(b.Context(), "p", []byte("key 0"), []byte("another value")); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -57,10 +58,10 @@ func (s *Store) CollectTemp(olderThan time.Duration) (files int, bytes int64, er
 // redone after.
 func (s *Store) collectData(program string, cutoff time.Time) (int, int64, error) {
 	u := s.usage(program)
-	u.mu.Lock()
-	defer u.mu.Unlock()
+	u.hold()
+	defer u.unlock()
 	dir := s.dataPath(program)
-	l, err := lockData(dir, false)
+	l, err := lockData(context.Background(), dir, false)
 	if errors.Is(err, fs.ErrNotExist) {
 		return 0, 0, nil
 	}

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -20,10 +21,10 @@ func (s *Store) DataUsage(program string) (int64, error) {
 		return 0, err
 	}
 	u := s.usage(program)
-	u.mu.Lock()
-	defer u.mu.Unlock()
+	u.hold()
+	defer u.unlock()
 	dir := s.dataPath(program)
-	l, err := lockData(dir, false)
+	l, err := lockData(context.Background(), dir, false)
 	if errors.Is(err, fs.ErrNotExist) {
 		return 0, nil
 	}

@@ -4,34 +4,55 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"strconv"
 
 	"github.com/berm-dev/berm/internal/wasmbin"
 )
 
 // Version names what Deadline writes: a cache of its output keys by it, and
 // it changes whenever the output for some module would.
-const Version = 7
+const Version = 8
 
 // Period is how many turns pass between two ticks. A tick calls the host,
 // which checks the call's deadline and yields the goroutine: two ticks are
 // some microseconds apart, and one costs a few hundred nanoseconds.
 //
 // Each place that counts weighs the work it stands for, so that no work goes
-// uncounted however it is shaped: a loop header 1 turn plus one per
-// 1<<CodeShift bytes of the loop's body (straight-line code runs once per
-// turn of its loop), one per call in it and one per 1<<AccessShift loads and
-// stores in it; a function's entry likewise for its body outside loops; a
-// bulk operation 1 plus one per 1<<BulkShift bytes or entries.
+// uncounted however it is shaped, and no turn stands for more than a
+// microsecond or so of it, whatever its instructions (but for the kernel's
+// faults of the pages a store or load touches first, which no count can
+// tell from its neighbours', 3 to 30 µs each here): a loop header 1 turn
+// plus one per 1<<CodeShift units of the loop's body (a byte of code is a
+// unit, a load or store and a slow instruction more, see AccessShift and
+// SlowShift), one per call in it and one per instruction that leaves the
+// compiled code for the engine's own Go (ExitWeight); a function's entry
+// likewise for its body outside loops; a bulk operation 1 plus one per
+// 1<<BulkShift bytes or entries.
 const Period = 1 << 14
 
 // BulkShift weighs bulk operations (memory.fill, memory.copy, memory.init and
 // the table's): one turn, and one more per 1<<BulkShift bytes or entries, so
 // that a loop of fills ticks as often as its work asks, however short each.
-const BulkShift = 12
+// What a byte asks is most when its page is written for the first time: the
+// kernel's fault and zeroing of a 4 KiB page take 3 to 30 µs here, and a
+// Period of turns of 1<<BulkShift bytes is then 4 MiB of fresh pages, some
+// 30 ms, where it was 64 MiB and half a second.
+const BulkShift = 8
 
-// CodeShift weighs code: one turn per 1<<CodeShift bytes of a loop's or a
-// function's body, a hundred instructions or so, which run in less time
-// than a fill of 1<<BulkShift bytes. A function whose body is shorter, and
+// BulkChunk is the most bytes one memory.fill, memory.copy or memory.init
+// writes between two counts: a longer one, which as one instruction would
+// run its whole length past any check before it (a fill of 128 MiB of fresh
+// memory, half a second past a deadline), is cut into operations of
+// BulkChunk bytes, counted each, by a function the rewrite adds. The cut
+// keeps the instruction's meaning: when any byte of it is out of bounds it
+// traps before writing one, and a copy over its own source runs in the
+// direction that reads every byte before it is written.
+const BulkChunk = 64 << 10
+
+// CodeShift weighs code: one turn per 1<<CodeShift units of a loop's or a
+// function's body, a byte of code a unit: a few hundred instructions, which
+// run in a microsecond or less, however chosen, but for the loads, stores and
+// slow instructions that weigh more. A function whose body weighs less, and
 // that calls none, ends within that and is not counted at its entry: that
 // keeps the count off the small leaf functions compilers call in inner
 // loops; a call of one is a turn of its caller's count instead.
@@ -39,10 +60,23 @@ const CodeShift = 10
 
 // AccessShift weighs loads and stores: one turn per 1<<AccessShift of them
 // in a loop's or a function's body. An access that misses every cache and
-// the TLB costs hundreds of nanoseconds, so that a loop of 1 KiB of loads
-// chasing pointers through a large memory, one turn by its bytes, would
-// otherwise tick a second apart.
-const AccessShift = 5
+// the TLB costs hundreds of nanoseconds (700 ns here, chasing pointers
+// through 64 MiB on a loaded machine), so that a loop of 32 such loads, one
+// turn by its bytes and as many as weighed before, ticked 190 ms apart.
+const AccessShift = 2
+
+// SlowShift weighs the slow instructions (isSlow): one turn per
+// 1<<SlowShift of them. A square root, a division, a rounding or a
+// conversion that checks its input takes 5 to 25 ns, as long as 5 to 25
+// bytes of other code: a leaf of 1 KiB of square roots, one turn by its
+// bytes, took 23 µs, and a loop of its calls ticked 200 ms apart.
+const SlowShift = 5
+
+// ExitWeight is what memory.grow, table.grow and ref.func weigh, each: the
+// engine leaves the compiled code for its own Go to do them, which takes
+// 60 to 450 ns, as a call does (a leaf of 1 KiB of ref.func, one turn by its
+// bytes, took 150 µs, and a loop of its calls ticked 1.2 s apart).
+const ExitWeight = 1
 
 // CounterExport is the name Deadline exports its counter under, so that the
 // host can set it back between calls: what one call leaves of it would
@@ -65,13 +99,16 @@ var ErrUnsupported = errors.New("transform: module not rewritten")
 
 // Deadline returns module with a counter global, counted down (by the
 // weights Period describes) at every loop header, at the entry of every
-// function that calls another or whose body is 1<<CodeShift bytes or more,
-// and at every bulk operation, and a call of the import berm.deadline
-// whenever it runs out. A function with loops keeps the counter in a local
-// between its calls. The counter is exported as CounterExport.
+// function that calls another or whose body weighs more than a turn, and at
+// every bulk operation whose length is not a small constant, and a call of
+// the import berm.deadline whenever it runs out. A function with loops keeps
+// the counter in a local between its calls. A memory.fill, memory.copy or
+// memory.init longer than BulkChunk runs in a function the rewrite adds,
+// BulkChunk bytes at a time. The counter is exported as CounterExport.
 //
 // The import comes after the module's own, so every function the module
 // defines moves up by one index: every place that names one is rewritten.
+// The functions the rewrite adds come after the module's own.
 func Deadline(module []byte) (_ []byte, err error) {
 	defer func() {
 		// A bug here must cost a program its speed, not its deploy.
@@ -114,7 +151,7 @@ func deadline(module []byte) ([]byte, error) {
 		return nil
 	}
 
-	types, params, tickType, weightType, err := readTypes(payload(wasmbin.SectionType))
+	types, err := readTypes(payload(wasmbin.SectionType))
 	if err != nil {
 		return nil, err
 	}
@@ -123,21 +160,22 @@ func deadline(module []byte) ([]byte, error) {
 		return nil, err
 	}
 	imports, funcs, globals := imp.section, imp.funcs, imp.globals
-	// The tick is the last function import; the functions the module
-	// defines come after it.
-	tick := funcs
-	imports.count++
-	imports.entries = wasmbin.AppendName(imports.entries, TickModule)
-	imports.entries = wasmbin.AppendName(imports.entries, TickName)
-	imports.entries = append(imports.entries, 0x00)
-	imports.entries = wasmbin.AppendULEB(imports.entries, uint64(tickType))
 	funcTypes, err := readFunctions(payload(wasmbin.SectionFunction))
 	if err != nil {
 		return nil, err
 	}
-	// The function that counts for loop-dense functions comes after every
-	// other, so that no index moves for it.
-	m := &rewriter{tick: tick, countFunc: tick + 1 + uint32(len(funcTypes))}
+	long, err := longPassive(payload(wasmbin.SectionData))
+	if err != nil {
+		return nil, err
+	}
+	// The tick is the last function import; the functions the module
+	// defines come after it, and those the rewrite adds after them.
+	m := &rewriter{tick: funcs, defined: uint32(len(funcTypes)), types: &types, long: long}
+	imports.count++
+	imports.entries = wasmbin.AppendName(imports.entries, TickModule)
+	imports.entries = wasmbin.AppendName(imports.entries, TickName)
+	imports.entries = append(imports.entries, 0x00)
+	imports.entries = wasmbin.AppendULEB(imports.entries, uint64(types.index(sigTick)))
 	global, err := m.globals(payload(wasmbin.SectionGlobal))
 	if err != nil {
 		return nil, err
@@ -165,40 +203,37 @@ func deadline(module []byte) ([]byte, error) {
 	}
 	if p := payload(wasmbin.SectionCode); p != nil {
 		paramsOf := func(i int) (uint32, error) {
-			if i >= len(funcTypes) || int(funcTypes[i]) >= len(params) {
+			if i >= len(funcTypes) || int(funcTypes[i]) >= len(types.params) {
 				return 0, fmt.Errorf("function %d: no type", i)
 			}
-			return params[funcTypes[i]], nil
+			return types.params[funcTypes[i]], nil
 		}
 		if replaced[wasmbin.SectionCode], err = m.code(p, paramsOf); err != nil {
 			return nil, err
 		}
 	}
-	if m.countUsed {
-		if weightType < 0 {
-			// Appended, so that no type index moves.
-			weightType = int64(types.count)
-			types.count++
-			types.entries = append(types.entries[:len(types.entries):len(types.entries)], 0x60, 1, 0x7f, 0)
-		}
-		functions := vector{count: uint32(len(funcTypes)) + 1}
+	if len(m.added) > 0 {
+		functions := vector{count: uint32(len(funcTypes) + len(m.added))}
 		for _, t := range funcTypes {
 			functions.entries = wasmbin.AppendULEB(functions.entries, uint64(t))
 		}
-		functions.entries = wasmbin.AppendULEB(functions.entries, uint64(weightType))
+		for _, f := range m.added {
+			functions.entries = wasmbin.AppendULEB(functions.entries, uint64(types.index(f.signature())))
+		}
 		replaced[wasmbin.SectionFunction] = functions.encode()
 	}
 	replaced[wasmbin.SectionType] = types.encode()
 
 	b := make([]byte, 0, len(module)+len(module)/8+64)
 	b = append(b, wasmbin.Header...)
-	// Sections keep their order; the type, import and global sections,
-	// when the module has none, go where the format orders them.
+	// Sections keep their order; the type, import, function, global and
+	// export sections, when the module has none, go where the format
+	// orders them.
 	added := map[byte]bool{}
 	addBefore := func(rank int) {
-		for _, id := range []byte{wasmbin.SectionType, wasmbin.SectionImport, wasmbin.SectionGlobal, wasmbin.SectionExport} {
-			if sections[id] == nil && !added[id] && order(id) < rank {
-				b = wasmbin.AppendSection(b, id, replaced[id])
+		for _, id := range []byte{wasmbin.SectionType, wasmbin.SectionImport, wasmbin.SectionFunction, wasmbin.SectionGlobal, wasmbin.SectionExport} {
+			if p, ok := replaced[id]; ok && sections[id] == nil && !added[id] && order(id) < rank {
+				b = wasmbin.AppendSection(b, id, p)
 				added[id] = true
 			}
 		}
@@ -218,6 +253,9 @@ func deadline(module []byte) ([]byte, error) {
 		}
 	}
 	addBefore(order(wasmbin.SectionData) + 1)
+	if names := m.names(); !m.named && names != nil {
+		b = wasmbin.AppendSection(b, wasmbin.SectionCustom, names)
+	}
 	return b, nil
 }
 
@@ -243,53 +281,106 @@ func (v vector) encode() []byte {
 	return append(wasmbin.AppendULEB(nil, uint64(v.count)), v.entries...)
 }
 
-// readTypes returns the type section, with a type of no parameters and no
-// results appended when it has none (appended, so that no type index
-// moves); the number of parameters of each type; the index of that type;
-// and the index of a type of one i32 parameter and no results, the count
-// function's, or -1 when there is none.
-func readTypes(payload []byte) (_ vector, params []uint32, tick uint32, weight int64, _ error) {
+// Signatures of the functions the rewrite imports or adds, as the type
+// section writes them.
+const (
+	sigTick   = "\x60\x00\x00"             // the tick: () -> ()
+	sigWeight = "\x60\x01\x7f\x00"         // the count function: (i32) -> ()
+	sigBulk   = "\x60\x03\x7f\x7f\x7f\x00" // the bulk functions, and their sites' if: (i32 i32 i32) -> ()
+)
+
+// typeSection is the module's type section, and the types the rewrite
+// appends to it (appended, so that no type index moves).
+type typeSection struct {
+	vector
+	params []uint32          // the number of parameters of each type
+	first  map[string]uint32 // the first index of each signature the rewrite uses
+}
+
+// index returns the index of a type of signature sig, appending one when
+// the module has none.
+func (t *typeSection) index(sig string) uint32 {
+	if i, ok := t.first[sig]; ok {
+		return i
+	}
+	i := t.count
+	t.count++
+	t.entries = append(t.entries[:len(t.entries):len(t.entries)], sig...)
+	t.params = append(t.params, uint32(sig[1]))
+	t.first[sig] = i
+	return i
+}
+
+// readTypes returns the type section, with the number of parameters of each
+// type and where the signatures the rewrite uses are.
+func readTypes(payload []byte) (typeSection, error) {
 	r := wasmbin.NewReader(payload)
-	var v vector
-	found := false
-	weight = -1
-	if payload != nil {
-		v.count = uint32(r.Count())
-		v.entries = payload[r.Offset():]
-		for i := range v.count {
-			if form := r.Byte(); form != 0x60 {
-				return vector{}, nil, 0, 0, fmt.Errorf("type %d: form 0x%02x", i, form)
-			}
-			n := uint32(r.Count())
-			i32 := false
-			for range n {
-				at := r.Offset()
-				skipValueType(r)
-				i32 = r.Offset() == at+1 && payload[at] == 0x7f
-			}
-			results := r.Count()
-			for range results {
-				skipValueType(r)
-			}
-			if n == 0 && results == 0 && !found {
-				tick, found = i, true
-			}
-			if n == 1 && i32 && results == 0 && weight < 0 {
-				weight = int64(i)
-			}
-			params = append(params, n)
+	t := typeSection{first: map[string]uint32{}}
+	if payload == nil {
+		return t, nil
+	}
+	t.count = uint32(r.Count())
+	t.entries = payload[r.Offset():]
+	for i := range t.count {
+		at := r.Offset()
+		if form := r.Byte(); form != 0x60 {
+			return typeSection{}, fmt.Errorf("type %d: form 0x%02x", i, form)
 		}
-		if !r.Done() {
-			return vector{}, nil, 0, 0, errors.New("type section")
+		n := uint32(r.Count())
+		for range n {
+			wasmbin.SkipValueType(r)
+		}
+		for range r.Count() {
+			wasmbin.SkipValueType(r)
+		}
+		sig := string(payload[at:r.Offset()])
+		if _, ok := t.first[sig]; !ok && r.Err() == nil {
+			t.first[sig] = i
+		}
+		t.params = append(t.params, n)
+	}
+	if !r.Done() {
+		return typeSection{}, errors.New("type section")
+	}
+	return t, nil
+}
+
+// longPassive returns the passive data segments of a data section longer
+// than BulkChunk, by index: those a memory.init can copy more than
+// BulkChunk bytes of without trapping.
+func longPassive(payload []byte) (map[uint32]bool, error) {
+	long := map[uint32]bool{}
+	if payload == nil {
+		return long, nil
+	}
+	r := wasmbin.NewReader(payload)
+	n := r.Count()
+	for i := range n {
+		flags := r.U32()
+		switch flags {
+		case 0: // active, memory 0
+			if err := r.SkipConstExpr(); err != nil {
+				return nil, fmt.Errorf("data segment %d: %w", i, err)
+			}
+		case 1: // passive
+		case 2: // active, a memory
+			r.U32()
+			if err := r.SkipConstExpr(); err != nil {
+				return nil, fmt.Errorf("data segment %d: %w", i, err)
+			}
+		default:
+			return nil, fmt.Errorf("data segment %d: flags %d", i, flags)
+		}
+		size := r.U32()
+		r.Bytes(size)
+		if flags == 1 && size > BulkChunk {
+			long[uint32(i)] = true
 		}
 	}
-	if !found {
-		tick = v.count
-		v.count++
-		v.entries = append(v.entries[:len(v.entries):len(v.entries)], 0x60, 0, 0)
-		params = append(params, 0)
+	if !r.Done() {
+		return nil, errors.New("data section")
 	}
-	return v, params, tick, weight, nil
+	return long, nil
 }
 
 // imports is what a module's import section holds that the rewrites need:
@@ -317,13 +408,13 @@ func readImports(payload []byte) (imports, error) {
 			r.U32()
 			imp.funcs++
 		case 0x01: // table: a reference type, limits
-			skipValueType(r)
+			wasmbin.SkipValueType(r)
 			skipLimits(r)
 		case 0x02: // memory
 			skipLimits(r)
 			imp.memory = true
 		case 0x03: // global: a value type, mutability
-			skipValueType(r)
+			wasmbin.SkipValueType(r)
 			r.Byte()
 			imp.globals++
 		case 0x04: // tag: an attribute, a type
@@ -367,11 +458,69 @@ func skipLimits(r *wasmbin.Reader) {
 type rewriter struct {
 	tick    uint32 // the tick's function index: the first defined function's before
 	counter uint32 // the counter's global index
-	// countFunc is the index of a function that counts a weight, its
-	// parameter, which count-dense functions call rather than count inline;
-	// countUsed is set once one does, and the function is then added.
-	countFunc uint32
-	countUsed bool
+	defined uint32 // how many functions the module defines
+	types   *typeSection
+	// long are the data segments a memory.init of which may be cut
+	// (longPassive).
+	long map[uint32]bool
+	// added are the functions the rewrite adds, in order, after the
+	// module's own: each the first time a body calls it.
+	added []helper
+	named bool // the module's name section is rewritten, with their names
+}
+
+// helper is a function the rewrite adds.
+type helper struct {
+	kind    byte   // helperCount, helperFill, helperCopy or helperInit
+	segment uint32 // helperInit's data segment
+}
+
+const (
+	// helperCount counts a weight, its parameter: count-dense functions
+	// call it rather than count inline.
+	helperCount = iota
+	// helperFill, helperCopy and helperInit do a memory.fill, memory.copy
+	// or memory.init (of one segment) of their parameters, counted, and
+	// BulkChunk bytes at a time when it is longer.
+	helperFill
+	helperCopy
+	helperInit
+)
+
+// name is what a name section calls h, or empty: the function that counts
+// traps only at the deadline, which the host reports as such.
+func (h helper) name() string {
+	switch h.kind {
+	case helperFill:
+		return "berm.memory.fill"
+	case helperCopy:
+		return "berm.memory.copy"
+	case helperInit:
+		return "berm.memory.init." + strconv.FormatUint(uint64(h.segment), 10)
+	}
+	return ""
+}
+
+func (h helper) signature() string {
+	if h.kind == helperCount {
+		return sigWeight
+	}
+	return sigBulk
+}
+
+// helper returns the index of the function h, adding it the first time.
+func (m *rewriter) helper(h helper) uint32 {
+	i := 0
+	for i < len(m.added) && m.added[i] != h {
+		i++
+	}
+	if i == len(m.added) {
+		m.added = append(m.added, h)
+		// Its type, so that the type section is complete before any body
+		// names it.
+		m.types.index(h.signature())
+	}
+	return m.tick + 1 + m.defined + uint32(i)
 }
 
 // DenseCounts is how many places that count (loop headers and bulk
@@ -401,7 +550,7 @@ func (m *rewriter) appendFunc(b []byte, i uint32) []byte {
 func (m *rewriter) constExpr(b, buf []byte, r *wasmbin.Reader) ([]byte, error) {
 	for {
 		at := r.Offset()
-		op, err := skipInstruction(r)
+		op, err := wasmbin.SkipInstruction(r)
 		if err != nil {
 			return nil, err
 		}
@@ -425,7 +574,7 @@ func (m *rewriter) globals(payload []byte) (vector, error) {
 		v.count = uint32(r.Count())
 		for range v.count {
 			at := r.Offset()
-			skipValueType(r)
+			wasmbin.SkipValueType(r)
 			r.Byte() // mutability
 			v.entries = append(v.entries, payload[at:r.Offset()]...)
 			var err error
@@ -499,7 +648,7 @@ func (m *rewriter) elements(payload []byte) ([]byte, error) {
 			if flags&0x04 == 0 {
 				r.Byte()
 			} else {
-				skipValueType(r)
+				wasmbin.SkipValueType(r)
 			}
 			b = append(b, payload[at:r.Offset()]...)
 		}
@@ -530,15 +679,30 @@ func (m *rewriter) custom(b, section, payload []byte) []byte {
 		return append(b, section...)
 	}
 	out := wasmbin.AppendName(nil, "name")
+	// Whether the function names are in out: when the rewrite adds none
+	// that has a name, there is nothing to add them for.
+	functions := !m.namesAdded()
+	appendSub := func(id byte, sub []byte) {
+		out = append(out, id)
+		out = wasmbin.AppendULEB(out, uint64(len(sub)))
+		out = append(out, sub...)
+	}
 	for r.Len() > 0 {
 		id := r.Byte()
 		sub := r.Bytes(r.U32())
 		if r.Err() != nil {
 			return b
 		}
+		if id > 1 && !functions {
+			appendSub(1, m.addedNames(wasmbin.AppendULEB(nil, 0)))
+			functions = true
+		}
 		switch id {
 		case 1: // function names: an index, a name
-			sub = m.nameMap(sub, false)
+			if sub = m.nameMap(sub, false); sub != nil {
+				sub = m.addedNames(sub)
+				functions = true
+			}
 		case 2: // local names: a function index, a map of local names
 			sub = m.nameMap(sub, true)
 		case 3: // label names
@@ -547,11 +711,56 @@ func (m *rewriter) custom(b, section, payload []byte) []byte {
 		if sub == nil {
 			return b
 		}
-		out = append(out, id)
-		out = wasmbin.AppendULEB(out, uint64(len(sub)))
-		out = append(out, sub...)
+		appendSub(id, sub)
 	}
+	if !functions {
+		appendSub(1, m.addedNames(wasmbin.AppendULEB(nil, 0)))
+	}
+	m.named = true
 	return wasmbin.AppendSection(b, wasmbin.SectionCustom, out)
+}
+
+// names returns a name section of the names of the functions the rewrite
+// adds alone, for a module that has none, or nil when it adds none.
+func (m *rewriter) names() []byte {
+	if !m.namesAdded() {
+		return nil
+	}
+	out := append(wasmbin.AppendName(nil, "name"), 1)
+	sub := m.addedNames(wasmbin.AppendULEB(nil, 0))
+	return append(wasmbin.AppendULEB(out, uint64(len(sub))), sub...)
+}
+
+// addedNames returns the function name map sub with the names of the
+// functions the rewrite adds after its own, whose indices are greater than
+// any it names: so that a trap in one reads as what the program did, a
+// memory.fill say, and not as a function the program does not have.
+func (m *rewriter) addedNames(sub []byte) []byte {
+	var names []byte
+	n := 0
+	for i, h := range m.added {
+		if h.name() != "" {
+			names = wasmbin.AppendULEB(names, uint64(m.tick+1+m.defined+uint32(i)))
+			names = wasmbin.AppendName(names, h.name())
+			n++
+		}
+	}
+	if n == 0 {
+		return sub
+	}
+	r := wasmbin.NewReader(sub)
+	out := wasmbin.AppendULEB(make([]byte, 0, len(sub)+len(names)+5), uint64(r.U32())+uint64(n))
+	return append(append(out, sub[r.Offset():]...), names...)
+}
+
+// namesAdded reports whether the rewrite adds a function with a name.
+func (m *rewriter) namesAdded() bool {
+	for _, h := range m.added {
+		if h.name() != "" {
+			return true
+		}
+	}
+	return false
 }
 
 // nameMap moves the function indices of a name map (or, indirect, of a map
@@ -580,16 +789,16 @@ func (m *rewriter) nameMap(sub []byte, indirect bool) []byte {
 }
 
 // code returns the code section's payload with the count inserted and the
-// function indices moved.
+// function indices moved, and the functions the rewrite adds after the
+// module's.
 func (m *rewriter) code(payload []byte, params func(int) (uint32, error)) ([]byte, error) {
 	r := wasmbin.NewReader(payload)
 	n := r.Count()
 	out := make([]byte, 0, len(payload)+len(payload)/4)
-	out = wasmbin.AppendULEB(out, uint64(n))
 	var body []byte
 	var edits []edit
-	if m.countFunc-m.tick-1 != uint32(n) {
-		return nil, fmt.Errorf("code section: %d bodies for %d functions", n, m.countFunc-m.tick-1)
+	if uint32(n) != m.defined {
+		return nil, fmt.Errorf("code section: %d bodies for %d functions", n, m.defined)
 	}
 	for i := range n {
 		code := r.Bytes(r.U32())
@@ -610,52 +819,68 @@ func (m *rewriter) code(payload []byte, params func(int) (uint32, error)) ([]byt
 	if !r.Done() {
 		return nil, errors.New("code section: bytes after the last body")
 	}
-	if m.countUsed {
-		// (param $weight i32): counter -= weight, and tick when it is spent.
-		body = append(body[:0], 0) // no locals but the parameter
-		global := counter{globalIndex: m.counter, local: -1}
-		body = global.get(body)
-		body = append(body, opLocalGet, 0, opI32Sub)
-		body = m.spent(body, global)
-		body = append(body, opEnd)
+	// A helper's body adds no helper: each counts in the global itself.
+	for _, h := range m.added {
+		body = m.helperBody(body[:0], h)
 		out = wasmbin.AppendULEB(out, uint64(len(body)))
 		out = append(out, body...)
-		out = append(wasmbin.AppendULEB(make([]byte, 0, len(out)+5), uint64(n+1)), out[wasmbin.ULEBLen(uint64(n)):]...)
 	}
-	return out, nil
+	return append(wasmbin.AppendULEB(make([]byte, 0, len(out)+5), uint64(n+len(m.added))), out...), nil
 }
 
 // edit is a place in a function body where the rewrite writes.
 type edit struct {
-	at, end int  // the bytes replaced: empty for an insertion
-	kind    byte // editCount with weight, editBulk, or editFunc with index
-	index   uint32
+	at, end int    // the bytes replaced: empty for an insertion
+	kind    byte   // editCount with weight, editBulk, editChunk with bulk, or editFunc with index
+	index   uint32 // editFunc's
 	weight  uint32
-	work    work // of a loop's count: what its body holds outside inner loops
+	work    work   // of a loop's count: what its body holds outside inner loops
+	bulk    helper // editChunk's
 }
 
 // work is what a loop's body, or a function's outside its loops, holds that
 // its bytes do not weigh.
 type work struct {
-	calls, accesses int
+	calls, exits, accesses, slow int
+	bulk                         uint64 // turns: the bulk operations of constant length
 }
 
-// weight is what n bytes of code holding w weigh.
+func (w *work) add(v work) {
+	w.calls += v.calls
+	w.exits += v.exits
+	w.accesses += v.accesses
+	w.slow += v.slow
+	w.bulk += v.bulk
+}
+
+// MaxStretch is the most turns code may weigh between two counts (loop
+// headers, function entries) before a count is added in its middle: a loop
+// header or an entry counts the whole of its body before it runs, so that a
+// body of no loop of 32,000 stores to fresh pages ran 0.1 to 0.3 s with no
+// check, and one of fills of 64 KiB, of known length, longer.
+const MaxStretch = Period >> 4
+
+// maxWeight bounds what one count weighs, so that the counter, at most
+// Period, cannot pass the least i32 when it is taken down.
+const maxWeight = 1 << 30
+
+// weight is what n bytes of code holding w weigh: a turn, one per
+// 1<<CodeShift units of its bytes, loads and stores and slow instructions
+// together, and its calls, exits and bulk operations of constant length.
 func (w work) weight(n int) uint32 {
-	return codeWeight(n) + uint32(w.calls) + uint32(w.accesses>>AccessShift)
+	units := uint64(n) + uint64(w.accesses)<<(CodeShift-AccessShift) + uint64(w.slow)<<(CodeShift-SlowShift)
+	turns := 1 + units>>CodeShift + uint64(w.calls) + uint64(w.exits)*ExitWeight + w.bulk
+	return uint32(min(turns, maxWeight))
 }
 
 const (
 	editCount = iota // count weight turns (inserted)
 	editBulk         // count the length on the stack's top (inserted)
+	editChunk        // a memory.fill, copy or init that may be cut (replaced)
 	editFunc         // a function index (replaced)
 	editStore        // give the global the counter a local holds (inserted)
 	editLoad         // take the counter from the global into the local (inserted)
 )
-
-// codeWeight is what n bytes of code weigh: a turn, and one per
-// 1<<CodeShift bytes.
-func codeWeight(n int) uint32 { return 1 + uint32(n>>CodeShift) }
 
 // body appends code, rewritten, to out; edits is scratch.
 //
@@ -663,8 +888,8 @@ func codeWeight(n int) uint32 { return 1 + uint32(n>>CodeShift) }
 // keeps in a register, rather than in the global, which is two loads and a
 // store at every turn: the local takes the global's value at the entry and
 // after every call, and gives it back before every call and every way out.
-// A function with bulk operations gets one more local, an i32 that holds
-// their length.
+// A function with bulk operations of a length not constant gets one more
+// local, an i32 that holds their length.
 func (m *rewriter) body(out, code []byte, params uint32, edits []edit) ([]byte, []edit, error) {
 	r := wasmbin.NewReader(code)
 	groups := r.Count()
@@ -672,7 +897,7 @@ func (m *rewriter) body(out, code []byte, params uint32, edits []edit) ([]byte, 
 	locals := uint64(params)
 	for range groups {
 		locals += uint64(r.U32())
-		skipValueType(r)
+		wasmbin.SkipValueType(r)
 	}
 	if r.Err() != nil {
 		return nil, nil, fmt.Errorf("locals: %w", r.Err())
@@ -694,14 +919,36 @@ func (m *rewriter) body(out, code []byte, params uint32, edits []edit) ([]byte, 
 		}
 		return &outside
 	}
+	// What the code since the last count holds, and where it begins.
+	var since work
+	sinceAt := start
+	// note adds to what the innermost loop, or the function, holds, and
+	// to what the code since the last count does.
+	note := func(add work) {
+		inner().add(add)
+		since.add(add)
+	}
+	prev := -1 // where the instruction before began
 	for r.Len() > 0 {
 		at := r.Offset()
-		op, err := skipInstruction(r)
+		if w := since.weight(at - sinceAt); w > MaxStretch {
+			// Code that weighs so much between two counts is counted
+			// again in the middle, so that no body, however long, runs
+			// more than MaxStretch turns unchecked.
+			edits = append(edits, edit{at: at, end: at, kind: editCount, weight: w})
+			counts++
+			since, sinceAt = work{}, at
+		}
+		op, err := wasmbin.SkipInstruction(r)
 		if err != nil {
 			return nil, nil, err
 		}
-		if isAccess(code[at:r.Offset()]) {
-			inner().accesses++
+		ins := code[at:r.Offset()]
+		if isAccess(ins) {
+			note(work{accesses: 1})
+		}
+		if isSlow(ins) {
+			note(work{slow: 1})
 		}
 		switch op {
 		case opBlock, opIf:
@@ -711,6 +958,7 @@ func (m *rewriter) body(out, code []byte, params uint32, edits []edit) ([]byte, 
 			edits = append(edits, edit{at: r.Offset(), end: r.Offset(), kind: editCount, weight: 1})
 			counts++
 			loops++
+			since, sinceAt = work{}, r.Offset()
 		case opEnd:
 			n := len(open)
 			if n == 0 {
@@ -724,7 +972,7 @@ func (m *rewriter) body(out, code []byte, params uint32, edits []edit) ([]byte, 
 		case opReturn:
 			edits = append(edits, edit{at: at, end: at, kind: editStore})
 		case opBr, opBrIf, opBrTable:
-			if leaves(code[at:r.Offset()], len(open)) {
+			if leaves(ins, len(open)) {
 				edits = append(edits, edit{at: at, end: at, kind: editStore})
 			}
 		case opCall, opReturnCall, opRefFunc:
@@ -736,8 +984,10 @@ func (m *rewriter) body(out, code []byte, params uint32, edits []edit) ([]byte, 
 			if op == opCall {
 				edits = append(edits, edit{at: r.Offset(), end: r.Offset(), kind: editLoad})
 			}
-			if op != opRefFunc {
-				inner().calls++
+			if op == opRefFunc {
+				note(work{exits: 1})
+			} else {
+				note(work{calls: 1})
 				calls = true
 			}
 		case opCallIndirect, opReturnCallIndirect:
@@ -745,15 +995,32 @@ func (m *rewriter) body(out, code []byte, params uint32, edits []edit) ([]byte, 
 			if op == opCallIndirect {
 				edits = append(edits, edit{at: r.Offset(), end: r.Offset(), kind: editLoad})
 			}
-			inner().calls++
+			note(work{calls: 1})
 			calls = true
+		case opMemoryGrow:
+			note(work{exits: 1})
 		case opPrefixFC:
-			if isBulk(code[at+1:]) {
-				edits = append(edits, edit{at: at, end: at, kind: editBulk})
-				bulk = true
-				counts++
+			if isTableGrow(ins) {
+				note(work{exits: 1})
 			}
+			if !isBulk(ins[1:]) {
+				break
+			}
+			if n, ok := constLength(code, prev); ok && n <= BulkChunk {
+				// A length known here weighs with the code around it,
+				// for no count of its own.
+				note(work{bulk: 1 + uint64(n)>>BulkShift})
+				break
+			}
+			if h, ok := m.cut(ins); ok {
+				edits = append(edits, edit{at: at, end: r.Offset(), kind: editChunk, bulk: h})
+			} else {
+				edits = append(edits, edit{at: at, end: at, kind: editBulk})
+			}
+			bulk = true
+			counts++
 		}
+		prev = at
 	}
 	dense := counts > DenseCounts
 	c := counter{globalIndex: m.counter, local: -1}
@@ -791,6 +1058,14 @@ func (m *rewriter) body(out, code []byte, params uint32, edits []edit) ([]byte, 
 			out = count(out, c, c, e.weight)
 		case editBulk:
 			out = countBulk(out, c, uint32(locals))
+		case editChunk:
+			if dense {
+				// The helper counts too; a dense function counts in
+				// the global.
+				out = wasmbin.AppendULEB(append(out, opCall), uint64(m.helper(e.bulk)))
+			} else {
+				out = m.chunkSite(out, c, uint32(locals), e.bulk, code[e.at:e.end])
+			}
 		case editFunc:
 			out = m.appendFunc(out, e.index)
 		case editStore:
@@ -805,6 +1080,15 @@ func (m *rewriter) body(out, code []byte, params uint32, edits []edit) ([]byte, 
 		at = e.end
 	}
 	return append(out, code[at:]...), edits, nil
+}
+
+// constLength returns the constant the instruction at prev pushes, when it
+// is an i32.const: then it is the length of the bulk operation after it.
+func constLength(code []byte, prev int) (uint32, bool) {
+	if prev < 0 || code[prev] != opI32Const {
+		return 0, false
+	}
+	return uint32(wasmbin.NewReader(code[prev+1:]).S32()), true
 }
 
 // leaves reports whether the branch instruction b, at a depth of open
@@ -889,9 +1173,8 @@ func (m *rewriter) count(b []byte, from, to counter, weight uint32) []byte {
 // callCount appends a call of the function that counts, with weight. Only
 // count-dense functions call it, and they keep the counter in the global.
 func (m *rewriter) callCount(b []byte, _, _ counter, weight uint32) []byte {
-	m.countUsed = true
 	b = wasmbin.AppendSLEB(append(b, opI32Const), int64(weight))
-	return wasmbin.AppendULEB(append(b, opCall), uint64(m.countFunc))
+	return wasmbin.AppendULEB(append(b, opCall), uint64(m.helper(helper{kind: helperCount})))
 }
 
 // bulk appends the instructions that count the weight of the length on the
@@ -899,6 +1182,12 @@ func (m *rewriter) callCount(b []byte, _, _ counter, weight uint32) []byte {
 // counter is spent.
 func (m *rewriter) bulk(b []byte, c counter, local uint32) []byte {
 	b = wasmbin.AppendULEB(append(b, opLocalTee), uint64(local))
+	return m.countLength(b, c, local)
+}
+
+// countLength appends the instructions that count the weight of the length
+// in local down, and tick when the counter is spent.
+func (m *rewriter) countLength(b []byte, c counter, local uint32) []byte {
 	b = c.get(b)
 	b = wasmbin.AppendULEB(append(b, opLocalGet), uint64(local))
 	b = append(b, opI32Const, BulkShift, opI32ShrU, opI32Sub, opI32Const, 1, opI32Sub)
@@ -908,11 +1197,10 @@ func (m *rewriter) bulk(b []byte, c counter, local uint32) []byte {
 // callBulk appends a call of the function that counts, with the weight of
 // the length on the stack's top (kept there).
 func (m *rewriter) callBulk(b []byte, _ counter, local uint32) []byte {
-	m.countUsed = true
 	b = wasmbin.AppendULEB(append(b, opLocalTee), uint64(local))
 	b = wasmbin.AppendULEB(append(b, opLocalGet), uint64(local))
 	b = append(b, opI32Const, BulkShift, opI32ShrU, opI32Const, 1, opI32Add)
-	return wasmbin.AppendULEB(append(b, opCall), uint64(m.countFunc))
+	return wasmbin.AppendULEB(append(b, opCall), uint64(m.helper(helper{kind: helperCount})))
 }
 
 // spent appends, the counter's new value on the stack: keep it in c, and if

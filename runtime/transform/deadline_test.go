@@ -257,13 +257,14 @@ func TestDeadlineFuncs(t *testing.T) {
 			if !strings.HasSuffix(double.DebugName(), ".double") {
 				t.Errorf("export double is named %q, want .double", double.DebugName())
 			}
-			// 64 fills of 1 MiB weigh 256 turns each, and 1 for the loop.
+			// 64 fills of 1 MiB, each cut into 16 of BulkChunk that weigh
+			// 1 + 256 turns, and 1 for the loop.
 			if _, err := mod.ExportedFunction("fill").Call(ctx, 64); err != nil {
 				t.Fatal(err)
 			}
 			want := int64(0)
 			if name == "rewritten" {
-				want = 64 * (1<<20>>BulkShift + 1) / Period
+				want = 64 * (1<<20/BulkChunk*(1+BulkChunk>>BulkShift) + 1) / Period
 			}
 			if got := ticks.Load(); got != want {
 				t.Errorf("%d ticks, want %d", got, want)
@@ -473,14 +474,32 @@ func fill(n int64) []byte {
 	return append(wasmbin.AppendSLEB([]byte{0x41, 0, 0x41, 0, 0x41}, n), 0xfc, 11, 0)
 }
 
+// fillNotConst is memory.fill of n bytes at 0, of a length the rewrite cannot
+// tell: local 0 times 0, or n.
+func fillNotConst(n int64) []byte {
+	b := wasmbin.AppendSLEB([]byte{0x41, 0, 0x41, 0, 0x20, 0, 0x41, 0, 0x6c, 0x41}, n)
+	return append(b, 0x72, 0xfc, 11, 0)
+}
+
+// leafOf is the body of a function of no parameters of the instructions
+// op, n times; each leaves the stack as it found it.
+func leafOf(op []byte, n int) []byte {
+	return append(append([]byte{0}, bytes.Repeat(op, n)...), 0x0b)
+}
+
 // TestDeadlineWeights runs loops of work that a count of one turn per loop
 // header would hardly see, and wants the ticks their work weighs: short
-// fills (1 turn each, not 0), a call of a large leaf (1 turn per 1 KiB of
-// its body), a loop of a large body (likewise), and a function of more
-// bulk operations than DenseCounts, which counts by calls.
+// fills (1 turn each and one per 256 bytes, not 0), a call of a large leaf
+// (1 turn per 1 KiB of its body), a loop of a large body (likewise), calls
+// of leaves of slow instructions or of instructions that leave compiled
+// code, loads, and a function of more bulk operations than DenseCounts,
+// which counts by calls.
 func TestDeadlineWeights(t *testing.T) {
 	nops := func(n int) []byte { return bytes.Repeat([]byte{0x01}, n) }
-	denseFills := bytes.Repeat(fill(4095), DenseCounts+1)
+	denseFills := bytes.Repeat(fillNotConst(4095), DenseCounts+1)
+	// f64.sqrt of f64.sqrt of 1, stored: a chain no compiler can cut.
+	sqrts := append([]byte{0, 0x41, 0, 0x44, 0, 0, 0, 0, 0, 0, 0xf0, 0x3f}, bytes.Repeat([]byte{0x9f}, 1000)...)
+	sqrts = append(sqrts, 0x39, 3, 0, 0x0b)
 	tests := []struct {
 		name  string
 		funcs []testFunc
@@ -489,8 +508,11 @@ func TestDeadlineWeights(t *testing.T) {
 		// counter's end, and what it passes it by is not carried over.
 		want int64
 	}{
-		// 1 for the loop, 1 for the fill.
-		{"short fills", []testFunc{{"run", true, loopOf(fill(4095))}}, 2 * Period, 4},
+		// 1 for the loop, 1 + 15 for the fill, whose length is known: it
+		// weighs with the loop.
+		{"short fills", []testFunc{{"run", true, loopOf(fill(4095))}}, 2 * Period, 34},
+		// Likewise, counted at the fill.
+		{"short fills not constant", []testFunc{{"run", true, loopOf(fillNotConst(4095))}}, 2 * Period, 34},
 		// 1 for the loop, 1 for its call, 3 for the leaf's entry (2049
 		// bytes).
 		{"large leaf", []testFunc{
@@ -514,11 +536,32 @@ func TestDeadlineWeights(t *testing.T) {
 			{"", false, append(append([]byte{0}, nops(1000)...), 0x0b)},
 			{"run", true, loopOf(bytes.Repeat([]byte{0x10, 0}, 480))},
 		}, Period, Period / (Period/481 + 1)},
+		// 1 for the loop, 1 for its call, 1 + 32 for the leaf's entry: its
+		// 1,000 square roots weigh 32 bytes each. By its bytes alone, under
+		// 1 KiB, the leaf went uncounted, and a loop of its calls ticked
+		// 200 ms apart.
+		{"leaf of square roots", []testFunc{
+			{"", false, sqrts},
+			{"run", true, loopOf([]byte{0x10, 0})},
+		}, Period, 35},
+		// 1 for the loop, 1 for its call, 1 + 200 for the leaf's entry:
+		// memory.grow leaves compiled code, as a call does.
+		{"leaf of memory.grow", []testFunc{
+			{"", false, leafOf([]byte{0x41, 0, 0x40, 0, 0x1a}, 200)},
+			{"run", true, loopOf([]byte{0x10, 0})},
+		}, Period, 203},
+		// Likewise ref.func (of run, which its export declares), 435 ns
+		// each: by its bytes alone the leaf went uncounted, and a loop of
+		// its calls ticked 1.2 s apart.
+		{"leaf of ref.func", []testFunc{
+			{"", false, leafOf([]byte{0xd2, 1, 0x1a}, 200)},
+			{"run", true, loopOf([]byte{0x10, 0})},
+		}, Period / 16, 203 / 16},
 		// 1 for the loop, 1 for its bytes (320 loads of 6 bytes with their
-		// address and drop: 1.9 KiB), 10 for its loads.
-		{"loads", []testFunc{{"run", true, loopOf(bytes.Repeat([]byte{0x41, 0, 0x28, 2, 0, 0x1a}, 320))}}, Period, 12},
-		// 3 for the loop (2.5 KiB), 257 fills of 1.
-		{"dense fills", []testFunc{{"run", true, loopOf(denseFills)}}, 256, 256 * (DenseCounts + 1 + 3) / Period},
+		// address and drop: 1.9 KiB), 80 for its loads.
+		{"loads", []testFunc{{"run", true, loopOf(bytes.Repeat([]byte{0x41, 0, 0x28, 2, 0, 0x1a}, 320))}}, Period, 82},
+		// 3 for the loop (3.3 KiB), 257 fills of 16 each.
+		{"dense fills", []testFunc{{"run", true, loopOf(denseFills)}}, 256, 256 * (3 + (DenseCounts+1)*16) / Period},
 	}
 	ctx := context.Background()
 	for _, tt := range tests {
@@ -534,16 +577,37 @@ func TestDeadlineWeights(t *testing.T) {
 	}
 	t.Run("dense fills call", func(t *testing.T) {
 		// The count inline is 30 bytes a fill, two blocks among them; the
-		// call 12.
+		// call of the function that fills 3 in place of the fill's 3.
 		module := testModule(testFunc{"run", true, loopOf(denseFills)})
 		rewritten, err := Deadline(module)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if grew := len(rewritten) - len(module); grew > (DenseCounts+1)*16 {
+		if grew := len(rewritten) - len(module); grew > 1024 {
 			t.Errorf("%d bytes more for %d fills: the count is inline", grew, DenseCounts+1)
 		}
 	})
+}
+
+// TestDeadlineStretch runs a function of no loop whose body is 5,000 fills
+// of 4 KiB, whose lengths are known: their weight is counted at its entry,
+// before they run, and again every MaxStretch turns among them, so that the
+// body is stopped part way. Counted at its entry alone, a body of 32,000
+// stores to fresh pages ran 0.1 to 0.3 s with no check.
+func TestDeadlineStretch(t *testing.T) {
+	const fills = 5000
+	body := append([]byte{0}, bytes.Repeat(fill(4096), fills)...)
+	mod, ticks := ticking(t, testModule(testFunc{"run", true, append(body, 0x0b)}))
+	if _, err := mod.ExportedFunction("run").Call(context.Background(), 0); err != nil {
+		t.Fatal(err)
+	}
+	// A tick at the entry, and one each Period turns of the fills: what
+	// a count passes the counter's end by is not carried over, up to a
+	// stretch's weight at each.
+	want := int64(1 + fills*(1+4096>>BulkShift)/Period)
+	if got := ticks.Load(); got < want*9/10 || got > want+1 {
+		t.Errorf("%d ticks, want %d", got, want)
+	}
 }
 
 // TestDeadlineLabelNames drops the name section's label names, which the

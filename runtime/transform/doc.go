@@ -8,7 +8,13 @@
 // imports, berm.deadline (TickModule, TickName), which the host provides: it
 // checks the call's deadline and yields the goroutine, which compiled code
 // cannot be made to do otherwise. A decrement and a branch predicted not
-// taken cost a few percent.
+// taken cost a few percent. Each count weighs what it stands for (bytes of
+// code, loads and stores, slow instructions, calls, bytes filled or
+// copied), so that a turn is a microsecond or so of work whatever its
+// instructions; and a memory.fill, memory.copy or memory.init longer than
+// BulkChunk, which as one instruction no count before it could stop, runs
+// BulkChunk bytes at a time in a function the rewrite adds, counted
+// between.
 //
 //	out, err := transform.Deadline(module)
 //	if err != nil {

@@ -215,14 +215,14 @@ func codeBlocker(payload []byte) (string, error) {
 		br := wasmbin.NewReader(code)
 		for range br.Count() {
 			br.U32()
-			skipValueType(br)
+			wasmbin.SkipValueType(br)
 		}
 		if br.Err() != nil {
 			return "", fmt.Errorf("%w: function body %d: locals: %w", ErrUnsupported, i, br.Err())
 		}
 		for br.Len() > 0 {
 			at := br.Offset()
-			op, err := skipInstruction(br)
+			op, err := wasmbin.SkipInstruction(br)
 			if err != nil {
 				return "", fmt.Errorf("%w: function body %d: %w", ErrUnsupported, i, err)
 			}

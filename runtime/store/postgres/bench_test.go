@@ -22,16 +22,16 @@ func BenchmarkCalls(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	if err := s.Set("p", []byte("k"), []byte("v")); err != nil {
+	if err := s.Set(b.Context(), "p", []byte("k"), []byte("v")); err != nil {
 		b.Fatal(err)
 	}
 	for _, c := range []struct {
 		name string
 		call func(i int) error
 	}{
-		{"Get", func(int) error { _, _, err := s.Get("p", []byte("k")); return err }},
-		{"Set", func(i int) error { return s.Set("p", fmt.Appendf(nil, "k%d", i%1000), []byte("value")) }},
-		{"Delete", func(i int) error { return s.Delete("p", fmt.Appendf(nil, "k%d", i%1000)) }},
+		{"Get", func(int) error { _, _, err := s.Get(b.Context(), "p", []byte("k")); return err }},
+		{"Set", func(i int) error { return s.Set(b.Context(), "p", fmt.Appendf(nil, "k%d", i%1000), []byte("value")) }},
+		{"Delete", func(i int) error { return s.Delete(b.Context(), "p", fmt.Appendf(nil, "k%d", i%1000)) }},
 		{"Deploy", func(int) error { return s.Deploy(store.Deployment{Name: "p", Digest: digest}) }},
 		{"Deployments", func(int) error { _, _, err := s.Deployments(); return err }},
 	} {

@@ -13,13 +13,13 @@ import (
 
 // Get returns the value of key in program's data, in one round trip. A value
 // over store.MaxValue was not written by Set: it is damage, not read in full.
-func (s *State) Get(program string, key []byte) ([]byte, bool, error) {
+func (s *State) Get(ctx context.Context, program string, key []byte) ([]byte, bool, error) {
 	if err := manifest.CheckProgramName(program); err != nil {
 		return nil, false, err
 	}
 	key = notNull(key)
 	var value []byte
-	err := s.do(true, func(ctx context.Context) error {
+	err := s.do(ctx, true, func(ctx context.Context) error {
 		return s.pool.QueryRow(ctx, `SELECT substr(value, 1, $3) FROM berm_data WHERE program = $1 AND key = $2`,
 			program, key, store.MaxValue+1).Scan(&value)
 	})
@@ -43,7 +43,7 @@ func (s *State) Get(program string, key []byte) ([]byte, bool, error) {
 // 4+len(key)+len(value) rounded up to store.BlockSize, as the directory
 // backend charges its file, so that both refuse the same writes. It returns
 // once the write is committed.
-func (s *State) Set(program string, key, value []byte) error {
+func (s *State) Set(ctx context.Context, program string, key, value []byte) error {
 	if err := manifest.CheckProgramName(program); err != nil {
 		return err
 	}
@@ -58,7 +58,7 @@ func (s *State) Set(program string, key, value []byte) error {
 	var keys, bytes int64
 	// Not run again once sent (see do): another replica may have written
 	// the key since.
-	err := s.do(false, func(ctx context.Context) error {
+	err := s.do(ctx, false, func(ctx context.Context) error {
 		return s.pool.QueryRow(ctx, `SELECT outcome, held_keys, held_bytes FROM berm_set($1, $2, $3, $4, $5, $6)`,
 			program, key, value, store.BlockSize, store.MaxDataBytes, store.MaxKeys).Scan(&outcome, &keys, &bytes)
 	})
@@ -77,12 +77,12 @@ func (s *State) Set(program string, key, value []byte) error {
 }
 
 // Delete removes key from program's data; an absent key is no error.
-func (s *State) Delete(program string, key []byte) error {
+func (s *State) Delete(ctx context.Context, program string, key []byte) error {
 	if err := manifest.CheckProgramName(program); err != nil {
 		return err
 	}
 	key = notNull(key)
-	err := s.do(false, func(ctx context.Context) error {
+	err := s.do(ctx, false, func(ctx context.Context) error {
 		_, err := s.pool.Exec(ctx, `SELECT berm_delete($1, $2, $3)`, program, key, store.BlockSize)
 		return err
 	})
@@ -99,7 +99,7 @@ func (s *State) DataUsage(program string) (int64, error) {
 		return 0, err
 	}
 	var bytes int64
-	err := s.do(true, func(ctx context.Context) error {
+	err := s.do(context.Background(), true, func(ctx context.Context) error {
 		return s.pool.QueryRow(ctx, `SELECT bytes FROM berm_data_usage WHERE program = $1`, program).Scan(&bytes)
 	})
 	if errors.Is(err, pgx.ErrNoRows) {

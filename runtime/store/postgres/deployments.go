@@ -39,7 +39,7 @@ func (s *State) Deploy(d store.Deployment) error {
 	var inserted int64
 	// Not run again once sent (see do): another replica may have deployed
 	// the name since.
-	err := s.do(false, func(ctx context.Context) error {
+	err := s.do(context.Background(), false, func(ctx context.Context) error {
 		tag, err := s.pool.Exec(ctx, `INSERT INTO berm_deployments (name, digest, source, grants, deployed)
 			SELECT $1::text, $2::text, $3::text, $4::jsonb, $5::timestamptz
 			WHERE EXISTS (SELECT 1 FROM berm_images WHERE digest = $2::text)
@@ -102,7 +102,7 @@ func (s *State) Deployment(name string) (store.Deployment, error) {
 		return store.Deployment{}, err
 	}
 	var r row
-	err := s.do(true, func(ctx context.Context) error {
+	err := s.do(context.Background(), true, func(ctx context.Context) error {
 		return r.scan(s.pool.QueryRow(ctx, selectDeployments+` WHERE name = $1`, name))
 	})
 	if errors.Is(err, pgx.ErrNoRows) {
@@ -118,7 +118,7 @@ func (s *State) Deployment(name string) (store.Deployment, error) {
 // that do not read back as one. The error is only for the database.
 func (s *State) Deployments() ([]store.Deployment, []store.Damaged, error) {
 	var rows []row
-	err := s.do(true, func(ctx context.Context) error {
+	err := s.do(context.Background(), true, func(ctx context.Context) error {
 		rows = rows[:0]
 		result, err := s.pool.Query(ctx, selectDeployments)
 		if err != nil {
@@ -163,7 +163,7 @@ func (s *State) Remove(name string, keepData bool) error {
 	var removed bool
 	// Not idempotent: run again after a lost answer it could report a
 	// removal of its own as ErrNotDeployed.
-	err := s.do(false, func(ctx context.Context) error {
+	err := s.do(context.Background(), false, func(ctx context.Context) error {
 		return s.pool.QueryRow(ctx, `SELECT berm_remove($1, $2)`, name, keepData).Scan(&removed)
 	})
 	if err != nil {

@@ -26,7 +26,9 @@
 // # Round trips
 //
 // Every method of store.State is one round trip to the database, each bounded
-// by Options.Timeout (an image's by its size too): a quota check and the
+// by Options.Timeout (an image's by its size too), and Get, Set and Delete by
+// their context too (the call's deadline: a wait on a lock ends there, and
+// the server is told to cancel the statement). A quota check and the
 // write it allows run in one SQL function (berm_set) under an advisory lock
 // of the program, which berm_delete and berm_remove take too, so that
 // writers in many processes never pass a bound together, a Remove never

@@ -5,6 +5,8 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/berm-dev/berm/runtime/store"
 )
 
@@ -21,7 +23,7 @@ func (s *State) RoundTrips() uint64 { return s.roundTrips.Load() }
 func (s *State) Fill(program string, n int) error {
 	var prefix [8]byte
 	rand.Read(prefix[:])
-	return s.do(false, func(ctx context.Context) error {
+	return s.do(context.Background(), false, func(ctx context.Context) error {
 		tx, err := s.pool.Begin(ctx)
 		if err != nil {
 			return err
@@ -53,4 +55,33 @@ func (s *State) Fill(program string, n int) error {
 		}
 		return tx.Commit(ctx)
 	})
+}
+
+// Hold implements storetest.Holder as another replica's Set holds a
+// program's data: a transaction on a connection of its own that holds the
+// program's lock and its usage row.
+func (s *State) Hold(program string) (func(), error) {
+	ctx := context.Background()
+	cfg := s.pool.Config().ConnConfig.Copy()
+	cfg.Tracer = nil
+	conn, err := pgx.ConnectConfig(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	release := func() { conn.Close(ctx) } // which rolls back
+	for _, sql := range []string{
+		`BEGIN`,
+		`SELECT berm_lock_program($1)`,
+		`SELECT 1 FROM berm_data_usage WHERE program = $1 FOR UPDATE`,
+	} {
+		var args []any
+		if sql != `BEGIN` {
+			args = []any{program}
+		}
+		if _, err := conn.Exec(ctx, sql, args...); err != nil {
+			release()
+			return nil, err
+		}
+	}
+	return release, nil
 }

@@ -33,7 +33,7 @@ func (s *State) imageTimeout(size int) time.Duration {
 // bytes are stored once; a row whose bytes differ (damaged) is repaired.
 func (s *State) PutImage(image []byte) (string, error) {
 	digest := manifest.Digest(image)
-	err := s.doWithin(s.imageTimeout(len(image)), true, func(ctx context.Context) error {
+	err := s.doWithin(context.Background(), s.imageTimeout(len(image)), true, func(ctx context.Context) error {
 		_, err := s.pool.Exec(ctx, `INSERT INTO berm_images (digest, image) VALUES ($1, $2)
 			ON CONFLICT (digest) DO UPDATE SET image = EXCLUDED.image
 			WHERE berm_images.image <> EXCLUDED.image`, digest, image)
@@ -53,7 +53,7 @@ func (s *State) Image(digest string) ([]byte, error) {
 	}
 	var image []byte
 	// Its size is known once read: the bound is the largest image's.
-	err := s.doWithin(s.imageTimeout(manifest.DefaultMaxImage), true, func(ctx context.Context) error {
+	err := s.doWithin(context.Background(), s.imageTimeout(manifest.DefaultMaxImage), true, func(ctx context.Context) error {
 		return s.pool.QueryRow(ctx, `SELECT substr(image, 1, $2) FROM berm_images WHERE digest = $1`,
 			digest, manifest.DefaultMaxImage+1).Scan(&image)
 	})
@@ -79,7 +79,7 @@ func (s *State) HasImage(digest string) bool {
 		return false
 	}
 	var has bool
-	err := s.do(true, func(ctx context.Context) error {
+	err := s.do(context.Background(), true, func(ctx context.Context) error {
 		return s.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM berm_images WHERE digest = $1)`, digest).Scan(&has)
 	})
 	return err == nil && has

@@ -54,9 +54,11 @@ const minImageRate = 1 << 20 // bytes per second
 // State is berm's state in a PostgreSQL database, shared by every process
 // that opens it.
 //
-// The methods of store.State take no context, as the directory backend's do
-// not: each round trip is bounded by Options.Timeout instead, and Close
-// cancels those in flight.
+// Each round trip is bounded by Options.Timeout, and Close cancels those in
+// flight. Get, Set and Delete, which a call makes, end sooner when their
+// context is done (the call's deadline): pgx then stops reading, closes the
+// connection and sends the server a cancel request, so that a statement
+// waiting on a lock stops there rather than write after the call ended.
 type State struct {
 	pool             *pgxpool.Pool
 	addr             string // host:port, for errors
@@ -204,22 +206,32 @@ func (s *State) Close() error {
 // lost, and replayed later it could write an old value over a newer one that
 // another replica wrote and acknowledged meanwhile. Its caller gets the
 // error instead; a program that retries its own write knows its order.
-func (s *State) do(idempotent bool, roundTrip func(ctx context.Context) error) error {
-	return s.doWithin(s.timeout, idempotent, roundTrip)
+//
+// A round trip that ctx ended (the call's deadline or cancel) is not the
+// database's failure: it is not run again, and its error wraps ctx.Err(), not
+// store.ErrUnavailable.
+func (s *State) do(ctx context.Context, idempotent bool, roundTrip func(ctx context.Context) error) error {
+	return s.doWithin(ctx, s.timeout, idempotent, roundTrip)
 }
 
-func (s *State) doWithin(timeout time.Duration, idempotent bool, roundTrip func(ctx context.Context) error) error {
+func (s *State) doWithin(ctx context.Context, timeout time.Duration, idempotent bool, roundTrip func(ctx context.Context) error) error {
 	began := time.Now().UnixNano()
-	err := s.try(timeout, roundTrip)
+	err := s.try(ctx, timeout, roundTrip)
 	if err == nil || s.ctx.Err() != nil {
 		return oneLine(err)
+	}
+	if ctx.Err() != nil && !answered(err) {
+		return s.ended(ctx)
 	}
 	lost := connectionLost(err)
 	if lost {
 		s.resetPool(began)
 	}
 	if pgconn.SafeToRetry(err) || idempotent && lost {
-		err = s.try(timeout, roundTrip)
+		err = s.try(ctx, timeout, roundTrip)
+		if ctx.Err() != nil && !answered(err) {
+			return s.ended(ctx)
+		}
 	}
 	if unreachable(err) {
 		return fmt.Errorf("postgres at %s: %w: %w", s.addr, store.ErrUnavailable, oneLine(err))
@@ -267,10 +279,29 @@ func unreachable(err error) bool {
 	return errors.As(err, &ce) || connectionLost(err) || errors.Is(err, context.DeadlineExceeded)
 }
 
-func (s *State) try(timeout time.Duration, roundTrip func(ctx context.Context) error) error {
-	ctx, cancel := context.WithTimeout(s.ctx, timeout)
+// try runs one round trip under ctx, the timeout and Close.
+func (s *State) try(ctx context.Context, timeout time.Duration, roundTrip func(ctx context.Context) error) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
+	defer context.AfterFunc(s.ctx, cancel)()
 	return roundTrip(ctx)
+}
+
+// answered reports whether err is the database's answer (no rows, or an
+// error of its own but for the cancel of the statement) rather than the end
+// of the wait for one: a round trip that finished as its context ended keeps
+// its answer.
+func answered(err error) bool {
+	if err == nil || errors.Is(err, pgx.ErrNoRows) {
+		return true
+	}
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && pgErr.Code != "57014"
+}
+
+// ended is the error of a round trip that its caller's ctx ended.
+func (s *State) ended(ctx context.Context) error {
+	return fmt.Errorf("postgres at %s: stopped waiting for the database when the call ended: %w", s.addr, ctx.Err())
 }
 
 // connectionLost reports whether err is the loss of the connection rather

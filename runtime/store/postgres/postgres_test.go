@@ -147,7 +147,7 @@ func TestDamagedValue(t *testing.T) {
 	url := pgtest.URL(t)
 	s := open(t, url)
 	exec(t, url, `INSERT INTO berm_data (program, key, value) VALUES ('p', 'k', repeat('x', $1)::bytea)`, store.MaxValue+1)
-	if _, _, err := s.Get("p", []byte("k")); !errors.Is(err, store.ErrDamaged) {
+	if _, _, err := s.Get(t.Context(), "p", []byte("k")); !errors.Is(err, store.ErrDamaged) {
 		t.Fatalf("Get of a value over MaxValue = %v, want ErrDamaged", err)
 	}
 }
@@ -261,8 +261,8 @@ func TestChangesFromAnyClient(t *testing.T) {
 		what   string
 		change func() error
 	}{
-		{"a Set", func() error { return other.Set("p", []byte("k"), []byte("v")) }},
-		{"a Delete", func() error { return other.Delete("p", []byte("k")) }},
+		{"a Set", func() error { return other.Set(t.Context(), "p", []byte("k"), []byte("v")) }},
+		{"a Delete", func() error { return other.Delete(t.Context(), "p", []byte("k")) }},
 		{"a Remove of a missing name", func() error {
 			if err := other.Remove("missing", false); !errors.Is(err, store.ErrNotDeployed) {
 				return fmt.Errorf("Remove(missing) = %v, want ErrNotDeployed", err)
@@ -355,7 +355,7 @@ func TestChangesAfterRestart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Set("p", []byte("k"), []byte("before")); err != nil {
+	if err := s.Set(t.Context(), "p", []byte("k"), []byte("before")); err != nil {
 		t.Fatal(err)
 	}
 	changes := s.Changes()
@@ -367,10 +367,10 @@ func TestChangesAfterRestart(t *testing.T) {
 	if err := s.Ping(context.Background()); err == nil {
 		t.Error("Ping of a stopped database succeeded")
 	}
-	if _, _, err := s.Get("p", []byte("k")); !errors.Is(err, store.ErrUnavailable) {
+	if _, _, err := s.Get(t.Context(), "p", []byte("k")); !errors.Is(err, store.ErrUnavailable) {
 		t.Errorf("Get from a stopped database: %v, want ErrUnavailable", err)
 	}
-	if err := s.Set("p", []byte("k"), []byte("lost")); !errors.Is(err, store.ErrUnavailable) {
+	if err := s.Set(t.Context(), "p", []byte("k"), []byte("lost")); !errors.Is(err, store.ErrUnavailable) {
 		t.Errorf("Set into a stopped database: %v, want ErrUnavailable", err)
 	}
 	if err := cluster.Start(); err != nil {
@@ -385,7 +385,7 @@ func TestChangesAfterRestart(t *testing.T) {
 	if err := s.Ping(context.Background()); err != nil {
 		t.Fatalf("Ping after the restart: %v", err)
 	}
-	if v, ok, err := s.Get("p", []byte("k")); err != nil || !ok || string(v) != "before" {
+	if v, ok, err := s.Get(t.Context(), "p", []byte("k")); err != nil || !ok || string(v) != "before" {
 		t.Fatalf("Get after the restart = %q, %v, %v", v, ok, err)
 	}
 	drain(changes)
@@ -393,7 +393,7 @@ func TestChangesAfterRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitChange(t, changes, changeWithin, "a deploy after the restart")
-	if err := s.Set("p", []byte("k"), []byte("after")); err != nil {
+	if err := s.Set(t.Context(), "p", []byte("k"), []byte("after")); err != nil {
 		t.Fatalf("Set after the restart: %v", err)
 	}
 }
@@ -407,7 +407,7 @@ func TestRestartUnderUse(t *testing.T) {
 	var wg sync.WaitGroup
 	for i := range 4 {
 		wg.Go(func() {
-			if err := s.Set("p", fmt.Appendf(nil, "k%d", i), []byte("v")); err != nil {
+			if err := s.Set(t.Context(), "p", fmt.Appendf(nil, "k%d", i), []byte("v")); err != nil {
 				t.Error(err)
 			}
 		})
@@ -417,7 +417,7 @@ func TestRestartUnderUse(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i := range 4 {
-		if _, ok, err := s.Get("p", fmt.Appendf(nil, "k%d", i)); err != nil || !ok {
+		if _, ok, err := s.Get(t.Context(), "p", fmt.Appendf(nil, "k%d", i)); err != nil || !ok {
 			t.Errorf("Get k%d right after the restart = %v, %v", i, ok, err)
 		}
 	}
@@ -434,9 +434,9 @@ func TestRoundTrips(t *testing.T) {
 		call func() error
 		want uint64
 	}{
-		{"Get", func() error { _, _, err := s.Get("p", []byte("k")); return err }, 1},
-		{"Set", func() error { return s.Set("p", []byte("k"), []byte("v")) }, 1},
-		{"Delete", func() error { return s.Delete("p", []byte("k")) }, 1},
+		{"Get", func() error { _, _, err := s.Get(t.Context(), "p", []byte("k")); return err }, 1},
+		{"Set", func() error { return s.Set(t.Context(), "p", []byte("k"), []byte("v")) }, 1},
+		{"Delete", func() error { return s.Delete(t.Context(), "p", []byte("k")) }, 1},
 		{"Deploy", func() error { return s.Deploy(store.Deployment{Name: "p", Digest: digest}) }, 1},
 		{"Deployment", func() error { _, err := s.Deployment("p"); return err }, 1},
 		{"Deployments", func() error { _, _, err := s.Deployments(); return err }, 1},

@@ -82,6 +82,7 @@ var cases = []struct {
 	{"MaxKeys", testMaxKeys, false},
 	{"DataOverQuota", testDataOverQuota, false},
 	{"DataTwoHandles", testDataTwoHandles, false},
+	{"DataContext", testDataContext, false},
 	{"RemoveRacingSets", testRemoveRacingSets, false},
 	{"DataQuotaConcurrent/bytes/1 handle", racingBytes(1), false},
 	{"DataQuotaConcurrent/bytes/2 handles", racingBytes(2), false},
@@ -371,20 +372,20 @@ func testRemove(t *testing.T, open func() store.State) {
 	// The data went with drop's deployment, through either handle; keep's
 	// is there for its next deploy, and stays's was never touched.
 	for _, h := range []store.State{s, other} {
-		if _, ok, err := h.Get("drop", []byte("k")); ok || err != nil {
+		if _, ok, err := h.Get(t.Context(), "drop", []byte("k")); ok || err != nil {
 			t.Errorf("drop's data after Remove: %v, %v", ok, err)
 		}
 		if n, err := h.DataUsage("drop"); n != 0 || err != nil {
 			t.Errorf("DataUsage(drop) after Remove = %d, %v; want 0", n, err)
 		}
 		for _, name := range []string{"keep", "stays"} {
-			if v, ok, err := h.Get(name, []byte("k")); !ok || err != nil || string(v) != "v" {
+			if v, ok, err := h.Get(t.Context(), name, []byte("k")); !ok || err != nil || string(v) != "v" {
 				t.Errorf("%s's data = %q, %v, %v", name, v, ok, err)
 			}
 		}
 	}
 	deploy(t, s, store.Deployment{Name: "keep", Digest: digest})
-	if v, ok, _ := other.Get("keep", []byte("k")); !ok || string(v) != "v" {
+	if v, ok, _ := other.Get(t.Context(), "keep", []byte("k")); !ok || string(v) != "v" {
 		t.Errorf("keep's data after a new deploy = %q, %v", v, ok)
 	}
 	// Removing the data leaves none of it counted.
@@ -415,11 +416,11 @@ func testProgramNames(t *testing.T, open func() store.State) {
 		"Remove":              func(name string) error { return s.Remove(name, false) },
 		"Remove keeping data": func(name string) error { return s.Remove(name, true) },
 		"Get": func(name string) error {
-			_, _, err := s.Get(name, []byte("k"))
+			_, _, err := s.Get(t.Context(), name, []byte("k"))
 			return err
 		},
-		"Set":    func(name string) error { return s.Set(name, []byte("k"), []byte("v")) },
-		"Delete": func(name string) error { return s.Delete(name, []byte("k")) },
+		"Set":    func(name string) error { return s.Set(t.Context(), name, []byte("k"), []byte("v")) },
+		"Delete": func(name string) error { return s.Delete(t.Context(), name, []byte("k")) },
 		"DataUsage": func(name string) error {
 			_, err := s.DataUsage(name)
 			return err
