@@ -121,3 +121,41 @@ func BenchmarkVsOras(b *testing.B) {
 		m["berm"][0], m["process"][0], m["oras"][0], pushRatio,
 		m["berm"][1], m["process"][1], m["oras"][1], pullRatio)
 }
+
+// BenchmarkPullBounds pulls a 2 MiB program from a loopback registry with
+// the request bounds (the defaults) and without them, alternately in the
+// same run, and reports the median of each: the bounds cost a timer or two
+// and a counter per request.
+//
+//	go test -run '^$' -bench PullBounds -benchtime 100x ./registry
+func BenchmarkPullBounds(b *testing.B) {
+	host := startRegistry(b, registryOptions{})
+	image := padded(readEcho(b), 2<<20, 8)
+	ref := host + "/bench/bounds:v1"
+	if _, err := newClient(b, nil).Push(b.Context(), ref, image, nil); err != nil {
+		b.Fatal(err)
+	}
+	clients := map[string]*Client{
+		"bounded":   newClient(b, nil),
+		"unbounded": newClient(b, &Config{RequestTimeout: -1, MinRate: -1}),
+	}
+	times := map[string][]time.Duration{}
+	order := []string{"bounded", "unbounded"}
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		for k := range order {
+			name := order[(i+k)%len(order)]
+			start := time.Now()
+			if img, err := clients[name].Pull(b.Context(), ref, nil); err != nil || len(img.Bytes) != len(image) {
+				b.Fatal("pull:", err)
+			}
+			times[name] = append(times[name], time.Since(start))
+		}
+	}
+	b.StopTimer()
+	for _, name := range order {
+		d := times[name]
+		slices.Sort(d)
+		b.ReportMetric(float64(d[len(d)/2])/float64(time.Millisecond), name+"-ms")
+	}
+}

@@ -10,6 +10,7 @@ import (
 	"net/netip"
 	"path/filepath"
 	"strings"
+	"time"
 
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 	"oras.land/oras-go/v2/content"
@@ -21,6 +22,7 @@ import (
 	"oras.land/oras-go/v2/registry/remote/errcode"
 	"oras.land/oras-go/v2/registry/remote/retry"
 
+	"github.com/berm-dev/berm/internal/httpbound"
 	"github.com/berm-dev/berm/manifest"
 )
 
@@ -58,6 +60,19 @@ type Config struct {
 	HTTPClient *http.Client
 	// UserAgent is sent with every request; empty means "berm".
 	UserAgent string
+
+	// RequestTimeout bounds each request to a registry (or its token
+	// server), from dialling to the last byte of its body, retries
+	// included; zero means DefaultRequestTimeout, negative none.
+	RequestTimeout time.Duration
+	// MinRate is the fewest bytes a second a request may move, sent and
+	// received, averaged over each MinRateWindow of it; a request with no
+	// answer for a window is below it. Zero means DefaultMinRate, negative
+	// none.
+	MinRate int64
+	// MinRateWindow is the window MinRate is averaged over; zero means
+	// DefaultMinRateWindow.
+	MinRateWindow time.Duration
 }
 
 // Client pushes, pulls and inspects programs, and keeps registry credentials.
@@ -97,6 +112,13 @@ func New(cfg *Config) (*Client, error) {
 	httpClient := cfg.HTTPClient
 	if httpClient == nil {
 		httpClient = retry.NewClient()
+	}
+	if b := newBounded(cfg); b != nil {
+		// Outside the retries: a request's bound holds whatever it retries.
+		hc := *httpClient
+		b.Next = hc.Transport
+		hc.Transport = b
+		httpClient = &hc
 	}
 	ua := cfg.UserAgent
 	if ua == "" {
@@ -217,7 +239,15 @@ func wrap(object string, err error) error {
 		return nil
 	}
 	var resp *errcode.ErrorResponse
+	var slow *httpbound.Error
+	var dial *net.OpError
 	switch {
+	case errors.As(err, &slow):
+		// Without the URL and oras-go's words around it: the bound and
+		// the host say it all.
+		return fmt.Errorf("%s: %w", object, slow)
+	case errors.As(err, &dial) && dial.Op == "dial":
+		return fmt.Errorf("%s: %w: %v", object, ErrUnreachable, dial)
 	case errors.Is(err, errdef.ErrNotFound):
 		return fmt.Errorf("%s: %w", object, ErrNotFound)
 	case errors.Is(err, auth.ErrBasicCredentialNotFound):

@@ -24,6 +24,13 @@
 //	}
 //	// img.Bytes hash to img.Digest; img.Resolved is host/repo@<manifest digest>.
 //
+// Every request is bounded: by Config.RequestTimeout, its body and retries
+// included, and by Config.MinRate, the fewest bytes a second it may move over
+// each Config.MinRateWindow (a wait for an answer counts as none), so that a
+// registry that trickles or says nothing ends a pull with ErrSlow, naming the
+// host and the bound, instead of holding it. A registry that cannot be reached
+// is ErrUnreachable.
+//
 // Credentials are Docker's: ~/.docker/config.json (or $DOCKER_CONFIG) and the
 // credential helpers it names, as Login and Logout keep them. Loopback
 // registries (localhost, 127.0.0.0/8, ::1) are reached over plain HTTP, every

@@ -26,4 +26,10 @@ var (
 	ErrTooLarge = errors.New("image over the size limit")
 	// ErrDigest: bytes received (or held) do not match their digest.
 	ErrDigest = errors.New("content does not match its digest")
+	// ErrSlow: a request ran past Config.RequestTimeout, or moved fewer
+	// bytes than Config.MinRate; the error names the host and the bound.
+	ErrSlow = errors.New("registry too slow")
+	// ErrUnreachable: no registry answered at the reference's host: no such
+	// host, a refused connection, no route.
+	ErrUnreachable = errors.New("registry unreachable")
 )

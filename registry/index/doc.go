@@ -14,11 +14,16 @@
 //	}
 //	hits, err := ix.Search("read a file", 10) // best first
 //
-// An index is someone else's input: Open skips, with a Warning naming the
-// file and line, a path that could leave the index, a file over MaxFile, a
-// line over MaxLine, a line that does not parse, and a line whose reference
-// belongs in another file. Within a file the newest (last) line of a
-// reference wins, and search shows each file once, by its last line.
+// An index is someone else's input, read a line at a time and never held
+// whole: Open skips, with a Warning naming the file, the line and the bound,
+// a path that could leave the index, a file past MaxFile or MaxLines, a
+// line past MaxLine, a line that does not parse, and a line whose reference
+// belongs in another file; past MaxFiles, MaxRead or MaxHeld it skips the
+// rest of the index with one warning. It keeps MaxWarnings warnings and
+// counts the rest (Index.Skipped). A clone past MaxClone, MaxObjects or
+// MaxObject fails (ErrBound) before go-git reads what is past the bound.
+// Within a file the newest (last) line of a reference wins, and search
+// shows each file once, by its last line.
 //
 // Deploy asks Verify (or Expected) whether the layer a registry served for a
 // pinned reference is the one the indexes under the root list.

@@ -15,6 +15,10 @@ var (
 	ErrInvalid = errors.New("invalid index entry")
 	// ErrUnreachable: the index could not be cloned or fetched.
 	ErrUnreachable = errors.New("index unreachable")
+	// ErrSlow: a request to the index's server ran past its timeout, or
+	// moved fewer bytes than the minimum rate (an answer that never came
+	// included); the error names the host and the bound.
+	ErrSlow = errors.New("index too slow")
 	// ErrURL: an index URL that is neither https, http, file nor a local
 	// path.
 	ErrURL = errors.New("unsupported index URL")

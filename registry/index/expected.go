@@ -84,6 +84,5 @@ func loadPins(dir string, cur *current) (*pins, error) {
 	if err := readGob(filepath.Join(gen, pinsFile), &p); err == nil && p.Version == snapshotVersion && p.Commit == cur.Commit {
 		return &p, nil
 	}
-	_, rebuilt, err := rebuild(gen, cur.Commit)
-	return rebuilt, err
+	return rebuild(gen, cur.Commit, nil)
 }

@@ -1,5 +1,7 @@
 package index
 
+import "bytes"
+
 // What the external tests (bench_test.go) reach inside the package for.
 
 // Corpus is a corpus, built and searched as a snapshot holds it.
@@ -7,11 +9,11 @@ type Corpus = corpus
 
 // BuildCorpus builds the corpus of the newest line of each of files.
 func BuildCorpus(files map[string]string) (*Corpus, error) {
-	b := newBuilder()
+	b := newBuilder(&bytes.Buffer{})
 	for p, content := range files {
 		entries, _ := Parse(p, []byte(content))
 		if len(entries) > 0 {
-			if err := b.add(&entries[len(entries)-1]); err != nil {
+			if err := b.add(&entries[len(entries)-1], 0); err != nil {
 				return nil, err
 			}
 		}
@@ -38,3 +40,21 @@ func OpenSnapshot(path string) (*Snapshot, error) { return openSnapshot(path) }
 func SearchSnapshot(s *Snapshot, query string, limit int) ([]Hit, error) {
 	return search(s, query, limit)
 }
+
+// WithLimits is o with the bounds of an index set to files (MaxFiles),
+// read (MaxRead) and held (MaxHeld), so that a test reaches them with a
+// small index.
+func WithLimits(o Options, files int, read, held int64) *Options {
+	o.lim = &limits{files: files, read: read, held: held}
+	return &o
+}
+
+// WithCloneLimits is o with the bounds of a clone set: bytes (MaxClone),
+// object (MaxObject), chain and objects (MaxObjects).
+func WithCloneLimits(o Options, bytes, object, chain int64, objects uint32) *Options {
+	o.clone = &cloneLimits{bytes: bytes, object: object, chain: chain, objects: objects}
+	return &o
+}
+
+// MaxRefs is maxRefs, the bound of a server's list of references.
+const MaxRefs = maxRefs

@@ -1,19 +1,25 @@
 package index
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"path"
 	"regexp"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	orasregistry "oras.land/oras-go/v2/registry"
 )
 
-// Bounds of what an index may hold. A reader skips a line or a file past
-// them with a warning; Publish refuses to write one.
+// Bounds of what an index may hold, so that reading someone else's index
+// costs a bounded memory, disk and time whatever it holds. A reader skips a
+// line or a file past them with a warning naming the bound; Publish refuses
+// to write one.
 const (
 	// MaxLine is the largest line, newline excluded: a program's usage and
 	// its tools' descriptions, with room to spare.
@@ -22,9 +28,31 @@ const (
 	// program. A file past it is skipped whole, since its newest lines are
 	// at its end.
 	MaxFile = 8 << 20
-	// maxFiles bounds the files of one index that are read.
-	maxFiles = 1 << 20
+	// MaxLines is the most lines a file may have, blank ones included: a
+	// file of short junk lines costs as much to read as its lines, not its
+	// bytes. Past it the file is skipped whole, as past MaxFile.
+	MaxLines = 10000
+	// MaxFiles is the most listings (files ending in Ext) an index may
+	// have: twice the largest index benchmarked. The files past it, in
+	// the tree's order, are skipped.
+	MaxFiles = 200000
+	// MaxRead is the most bytes of listings read from one index, in all:
+	// what bounds the time a hostile index takes to read, and the newest
+	// lines a snapshot stores. The files past it are skipped.
+	MaxRead = 1 << 30
+	// MaxHeld is the most memory reading an index keeps while it builds
+	// its snapshot, as estimated: the programs' terms and postings, and a
+	// pin of every version. 100,000 generated programs hold 55 MiB. The
+	// files past it are skipped.
+	MaxHeld = 128 << 20
+	// MaxWarnings is how many warnings an index keeps; the rest are
+	// counted (Index.Skipped).
+	MaxWarnings = 100
 )
+
+// maxWarningFile bounds the file name a warning keeps: a tree entry's
+// name can be as long as its tree.
+const maxWarningFile = 256
 
 // Ext is the extension of every file of the index that lists a program.
 const Ext = ".jsonl"
@@ -71,7 +99,7 @@ func (e *Entry) Marshal() ([]byte, error) {
 		return nil, err
 	}
 	if b.Len()-1 > MaxLine {
-		return nil, fmt.Errorf("%s: a line of %d bytes, over the index's bound of %d: %w", e.Reference, b.Len()-1, MaxLine, ErrInvalid)
+		return nil, fmt.Errorf("%s: a line of %s, past the limit of %s a line: %w", e.Reference, size(int64(b.Len()-1)), size(MaxLine), ErrInvalid)
 	}
 	return b.Bytes(), nil
 }
@@ -210,50 +238,129 @@ type Warning struct {
 
 func (w Warning) String() string {
 	if w.Line == 0 {
-		return fmt.Sprintf("%s: skipped: %s", w.File, w.Err)
+		return fmt.Sprintf("%s: %s: skipped", w.File, w.Err)
 	}
-	return fmt.Sprintf("%s:%d: skipped: %s", w.File, w.Line, w.Err)
+	return fmt.Sprintf("%s:%d: %s: skipped", w.File, w.Line, w.Err)
+}
+
+// warning is a Warning with its file's name cut to maxWarningFile bytes.
+func warning(file string, line int, err string) Warning {
+	if len(file) > maxWarningFile {
+		cut := maxWarningFile
+		for cut > 0 && !utf8.RuneStart(file[cut]) {
+			cut--
+		}
+		file = file[:cut] + "…"
+	}
+	return Warning{File: file, Line: line, Err: err}
+}
+
+// size is n bytes as a bound is read: 64 KiB, 8 MiB, 9.5 MiB, 65548 bytes.
+func size(n int64) string {
+	switch {
+	case n >= 1<<30 && n%(1<<30) == 0:
+		return fmt.Sprintf("%d GiB", n>>30)
+	case n >= 1<<20 && n%(1<<20) == 0:
+		return fmt.Sprintf("%d MiB", n>>20)
+	case n >= 1<<20 && !strings.HasSuffix(fmt.Sprintf("%.1f", float64(n)/(1<<20)), ".0"):
+		// Not so near a round size that it reads as one: 8.0 MiB past
+		// a limit of 8 MiB.
+		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
+	case n >= 1<<10 && n%(1<<10) == 0:
+		return fmt.Sprintf("%d KiB", n>>10)
+	}
+	return fmt.Sprintf("%d bytes", n)
+}
+
+// pastFile is why a file over MaxFile is skipped.
+func pastFile(n int64) string {
+	return fmt.Sprintf("%s, past the limit of %s a file", size(n), size(MaxFile))
+}
+
+// lineReader reads the files of an index a line at a time, holding one
+// line of at most MaxLine (and a little whitespace): a longer one is
+// drained, counted and skipped, never held. One reader serves every file of
+// an index, so that each file costs no buffer of its own.
+type lineReader struct {
+	br *bufio.Reader
+}
+
+func newLineReader() *lineReader {
+	return &lineReader{br: bufio.NewReaderSize(nil, MaxLine+1<<10)}
+}
+
+// scan reads the lines of the file of an index named file (its path in
+// the index) from r, in order: it calls entry with each valid one, and skip
+// with each line that is over MaxLine, that does not parse or that the file
+// may not hold; blank lines are skipped without a word. When the whole file
+// must be skipped (past MaxFile or MaxLines), scan stops and says why: the
+// entries it gave are then void. err is a read error.
+func (lr *lineReader) scan(file string, r io.Reader, entry func(*Entry), skip func(Warning)) (why string, err error) {
+	lr.br.Reset(io.LimitReader(r, MaxFile+1))
+	defer lr.br.Reset(nil)
+	var read int64
+	for n := 1; ; n++ {
+		line, err := lr.br.ReadSlice('\n')
+		drained := 0 // bytes of a line too long to hold
+		for errors.Is(err, bufio.ErrBufferFull) {
+			drained += len(line)
+			line, err = lr.br.ReadSlice('\n')
+		}
+		read += int64(drained + len(line))
+		switch {
+		case read > MaxFile:
+			return pastFile(read), nil
+		case err != nil && err != io.EOF:
+			return "", err
+		case drained == 0 && len(line) == 0: // the end, after a newline
+			return "", nil
+		case n > MaxLines:
+			return fmt.Sprintf("past the limit of %d lines a file", MaxLines), nil
+		}
+		last := err == io.EOF
+		if drained > 0 {
+			skip(warning(file, n, fmt.Sprintf("%s, past the limit of %s a line", size(int64(drained+len(bytes.TrimRight(line, "\r\n")))), size(MaxLine))))
+		} else if line = bytes.TrimSpace(line); len(line) > MaxLine {
+			skip(warning(file, n, fmt.Sprintf("%s, past the limit of %s a line", size(int64(len(line))), size(MaxLine))))
+		} else if len(line) > 0 {
+			var e Entry
+			if err := json.Unmarshal(line, &e); err != nil {
+				skip(warning(file, n, "not JSON: "+err.Error()))
+			} else if err := e.check(file); err != nil {
+				skip(warning(file, n, err.Error()))
+			} else {
+				e.normalize()
+				entry(&e)
+			}
+		}
+		if last {
+			return "", nil
+		}
+	}
 }
 
 // Parse reads the lines of one file of an index, named file (its path in
-// the index), in order. Lines that are over MaxLine, that do not parse or
-// that the file may not hold are skipped, each with a warning; blank lines
-// are skipped without one. A file over MaxFile is not read.
+// the index), in order, as a search reads them: lines that are over
+// MaxLine, that do not parse or that the file may not hold are skipped,
+// each with a warning; blank lines are skipped without one. A file at a
+// path that could leave the index, or past MaxFile or MaxLines, gives no
+// entry and a warning for the whole file.
 func Parse(file string, data []byte) ([]Entry, []Warning) {
 	if err := checkPath(file); err != nil {
-		return nil, []Warning{{File: file, Err: err.Error()}}
+		return nil, []Warning{warning(file, 0, err.Error())}
 	}
 	if len(data) > MaxFile {
-		return nil, []Warning{{File: file, Err: fmt.Sprintf("%d bytes, over the bound of %d", len(data), MaxFile)}}
+		return nil, []Warning{warning(file, 0, pastFile(int64(len(data))))}
 	}
 	var entries []Entry
 	var warnings []Warning
-	for n := 1; len(data) > 0; n++ {
-		line := data
-		if i := bytes.IndexByte(data, '\n'); i >= 0 {
-			line, data = data[:i], data[i+1:]
-		} else {
-			data = nil
-		}
-		line = bytes.TrimSpace(line)
-		if len(line) == 0 {
-			continue
-		}
-		if len(line) > MaxLine {
-			warnings = append(warnings, Warning{file, n, fmt.Sprintf("%d bytes, over the bound of %d", len(line), MaxLine)})
-			continue
-		}
-		var e Entry
-		if err := json.Unmarshal(line, &e); err != nil {
-			warnings = append(warnings, Warning{file, n, "not JSON: " + err.Error()})
-			continue
-		}
-		if err := e.check(file); err != nil {
-			warnings = append(warnings, Warning{file, n, err.Error()})
-			continue
-		}
-		e.normalize()
-		entries = append(entries, e)
+	// No line of data is longer than data: a buffer of its size holds any.
+	lr := &lineReader{br: bufio.NewReaderSize(nil, min(len(data), MaxLine)+1<<10)}
+	why, _ := lr.scan(file, bytes.NewReader(data),
+		func(e *Entry) { entries = append(entries, *e) },
+		func(w Warning) { warnings = append(warnings, w) })
+	if why != "" {
+		return nil, append(warnings, warning(file, 0, why))
 	}
 	return entries, warnings
 }

@@ -1,6 +1,7 @@
 package index
 
 import (
+	"bytes"
 	"errors"
 	"os"
 	"strings"
@@ -91,12 +92,12 @@ func TestParse(t *testing.T) {
 		t.Fatalf("entries = %+v, want the two good lines in order", entries)
 	}
 	wantLines := []string{
-		"ghcr.io/org/x.jsonl:2: skipped: not JSON",
-		"ghcr.io/org/x.jsonl:4: skipped: reference \"ghcr.io/other/y:v1\" belongs in ghcr.io/other/y.jsonl",
-		"ghcr.io/org/x.jsonl:5: skipped: digest",
-		"ghcr.io/org/x.jsonl:6: skipped: published: missing",
-		"ghcr.io/org/x.jsonl:7: skipped: reference \"ghcr.io/org/x\": no tag",
-		"ghcr.io/org/x.jsonl:8: skipped: 65548 bytes, over the bound of 65536",
+		"ghcr.io/org/x.jsonl:2: not JSON",
+		"ghcr.io/org/x.jsonl:4: reference \"ghcr.io/other/y:v1\" belongs in ghcr.io/other/y.jsonl",
+		"ghcr.io/org/x.jsonl:5: digest",
+		"ghcr.io/org/x.jsonl:6: published: missing",
+		"ghcr.io/org/x.jsonl:7: reference \"ghcr.io/org/x\": no tag",
+		"ghcr.io/org/x.jsonl:8: 65548 bytes, past the limit of 64 KiB a line: skipped",
 	}
 	if len(warnings) != len(wantLines) {
 		t.Fatalf("warnings = %v, want %d", warnings, len(wantLines))
@@ -110,7 +111,7 @@ func TestParse(t *testing.T) {
 	if entries, warnings := Parse("../x.jsonl", []byte(good("v1", "a"))); len(entries) != 0 || len(warnings) != 1 || warnings[0].Line != 0 {
 		t.Errorf("an escaping path: %v, %v; want one warning for the file", entries, warnings)
 	}
-	if entries, warnings := Parse("ghcr.io/org/x.jsonl", make([]byte, MaxFile+1)); len(entries) != 0 || len(warnings) != 1 || !strings.Contains(warnings[0].Err, "over the bound") {
+	if entries, warnings := Parse("ghcr.io/org/x.jsonl", make([]byte, MaxFile+1)); len(entries) != 0 || len(warnings) != 1 || warnings[0].String() != "ghcr.io/org/x.jsonl: 8388609 bytes, past the limit of 8 MiB a file: skipped" {
 		t.Errorf("an oversized file: %v, %v; want one warning", entries, warnings)
 	}
 }
@@ -133,14 +134,14 @@ func TestTerms(t *testing.T) {
 // TestSnapshotFile: a corpus written to a snapshot file ranks as it did in
 // memory, and a file of another version is refused.
 func TestSnapshotFile(t *testing.T) {
-	b := newBuilder()
+	b := newBuilder(&bytes.Buffer{})
 	for i, words := range []string{"read a file", "write a file", "convert images", "read images", "zebra"} {
 		e := Entry{
 			Reference: "ghcr.io/org/p" + string(rune('a'+i)) + ":v1",
 			Digest:    "sha256:" + strings.Repeat("a", 64), Layer: "sha256:" + strings.Repeat("b", 64),
 			Published: time.Unix(0, 0), Usage: words, Tools: []Tool{{Name: "t", Description: words + " quickly"}},
 		}
-		if err := b.add(&e); err != nil {
+		if err := b.add(&e, 0); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -174,4 +175,36 @@ func TestSnapshotFile(t *testing.T) {
 	if _, err := openSnapshot(path); !errors.Is(err, errVersion) {
 		t.Fatalf("another version: %v", err)
 	}
+}
+
+// FuzzParse: whatever a file of an index holds, Parse neither panics nor
+// gives more than a line's worth of results, and every entry it gives is
+// one the file may hold, within MaxLine.
+func FuzzParse(f *testing.F) {
+	e := Entry{
+		Reference: "ghcr.io/org/x:v1", Digest: "sha256:" + strings.Repeat("a", 64), Layer: "sha256:" + strings.Repeat("b", 64),
+		Published: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC), Tools: []Tool{{Name: "t", Description: "d"}},
+	}
+	line, err := e.Marshal()
+	if err != nil {
+		f.Fatal(err)
+	}
+	for _, seed := range []string{string(line), string(line) + "{not json\n\n" + string(line[:len(line)-1]), "x\nx\n", "\r\n\t{}\n", `{"reference":"ghcr.io/other/y:v1"}`} {
+		f.Add(seed)
+	}
+	f.Fuzz(func(t *testing.T, data string) {
+		entries, warnings := Parse("ghcr.io/org/x.jsonl", []byte(data))
+		lines := strings.Count(data, "\n") + 1
+		if len(entries)+len(warnings) > lines+1 {
+			t.Fatalf("%d entries and %d warnings from %d lines", len(entries), len(warnings), lines)
+		}
+		for _, e := range entries {
+			if err := e.check("ghcr.io/org/x.jsonl"); err != nil {
+				t.Fatalf("entry %+v: %v", e, err)
+			}
+			if _, err := e.Marshal(); err != nil && !errors.Is(err, ErrInvalid) {
+				t.Fatalf("entry %+v: %v", e, err)
+			}
+		}
+	})
 }

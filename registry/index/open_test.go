@@ -3,6 +3,7 @@ package index_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -119,6 +120,17 @@ func TestRanking(t *testing.T) {
 	}
 	if hits, _ := ix.Search("zebra the of", 10); len(hits) != 0 {
 		t.Errorf("no match: %v", references(hits))
+	}
+	// The first MaxQueryTerms distinct terms are searched, no more.
+	var long []string
+	for i := range index.MaxQueryTerms {
+		long = append(long, fmt.Sprintf("nosuchword%d", i))
+	}
+	if hits, _ := ix.Search(strings.Join(long, " ")+" cat", 10); len(hits) != 0 {
+		t.Errorf("a term past MaxQueryTerms was searched: %v", references(hits))
+	}
+	if hits, _ := ix.Search(strings.Join(long[1:], " ")+" cat", 10); len(hits) == 0 {
+		t.Errorf("the last of MaxQueryTerms terms was not searched")
 	}
 }
 
@@ -247,10 +259,10 @@ func TestHostileIndex(t *testing.T) {
 	}
 	all := strings.Join(got, "\n")
 	for _, want := range []string{
-		"../evil.jsonl: skipped: \"..\" escapes the index",
-		"ghcr.io/acme/corrupt.jsonl:1: skipped: not JSON",
-		"ghcr.io/acme/big.jsonl:1: skipped: 65548 bytes, over the bound",
-		"ghcr.io/acme/liar.jsonl:1: skipped: reference \"ghcr.io/acme/cat:v1\" belongs in ghcr.io/acme/cat.jsonl",
+		"../evil.jsonl: \"..\" escapes the index",
+		"ghcr.io/acme/corrupt.jsonl:1: not JSON",
+		"ghcr.io/acme/big.jsonl:1: 65548 bytes, past the limit of 64 KiB a line: skipped",
+		"ghcr.io/acme/liar.jsonl:1: reference \"ghcr.io/acme/cat:v1\" belongs in ghcr.io/acme/cat.jsonl",
 	} {
 		if !strings.Contains(all, want) {
 			t.Errorf("warnings do not say %q:\n%s", want, all)
@@ -268,7 +280,8 @@ func TestHostileIndex(t *testing.T) {
 }
 
 // TestRacingFirstClone: searches racing the first clone into one root all
-// succeed, and leave one current clone.
+// succeed, and within a process clone it once: a server's models
+// searching at once would otherwise each clone and read the index.
 func TestRacingFirstClone(t *testing.T) {
 	_, url, _ := upstream(t, reader)
 	root := t.TempDir()
@@ -295,6 +308,9 @@ func TestRacingFirstClone(t *testing.T) {
 		if err != nil {
 			t.Errorf("search %d: %v", i, err)
 		}
+	}
+	if gens, _ := filepath.Glob(filepath.Join(root, index.Dir, "*", "g-*")); len(gens) != 1 {
+		t.Errorf("%d clones made, want 1: %v", len(gens), gens)
 	}
 }
 

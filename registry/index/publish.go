@@ -1,6 +1,7 @@
 package index
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -103,8 +104,15 @@ func Publish(dir string, e Entry, author Author) (*Published, error) {
 	if err != nil {
 		return nil, err
 	}
-	if len(old)+len(line)+1 > MaxFile {
-		return nil, fmt.Errorf("%s: %d bytes with this line, over the index's bound of %d: remove old lines first: %w", p, len(old)+len(line), MaxFile, ErrInvalid)
+	if n := int64(len(old) + len(line) + 1); n > MaxFile {
+		return nil, fmt.Errorf("%s: %s with this line, past the limit of %s a file: remove old lines first: %w", p, size(n), size(MaxFile), ErrInvalid)
+	}
+	n := bytes.Count(old, []byte("\n")) + 1 // and this line
+	if len(old) > 0 && old[len(old)-1] != '\n' {
+		n++
+	}
+	if n > MaxLines {
+		return nil, fmt.Errorf("%s: %d lines with this one, past the limit of %d lines a file: remove old lines first: %w", p, n, MaxLines, ErrInvalid)
 	}
 	entries, _ := Parse(p, old)
 	for i := len(entries) - 1; i >= 0; i-- {

@@ -1,8 +1,11 @@
 package index
 
 import (
+	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"math"
 	"sort"
 	"strings"
@@ -26,6 +29,11 @@ const (
 	bm25K1 = 1.2
 	bm25B  = 0.75
 )
+
+// MaxQueryTerms is the most distinct terms of a query searched; the rest
+// are ignored. Each is a search of the snapshot's terms on disk and a read
+// of its postings, and a model's query can be as long as it likes.
+const MaxQueryTerms = 32
 
 // maxTF is the largest count of a term in a field that postings keep.
 const maxTF = 255
@@ -79,32 +87,53 @@ func (c *corpus) line(doc uint32) ([]byte, error) {
 	return c.Lines[start:c.Ends[doc]], nil
 }
 
-// builder makes a corpus from entries.
+// builder makes a corpus from entries. Each program's newest line goes to
+// lines as it is added (a snapshot file, as build writes it), so that what
+// the builder holds is the terms, their postings and the lengths: counted
+// in held, which add keeps under maxHeld.
 type builder struct {
-	c     corpus
-	stems map[string]string
-	buf   []string
-	sums  [nFields]float64
+	c        corpus
+	lines    io.Writer
+	linesLen int64
+	stems    map[string]string
+	buf      []string
+	sums     [nFields]float64
+	held     int64
+	maxHeld  int64
 }
 
-func newBuilder() *builder {
-	return &builder{c: corpus{Postings: map[string][]uint64{}}, stems: map[string]string{}}
+// Estimates of what the builder holds, for MaxHeld: a map entry with its
+// string and slice headers, and one posting, a program's ends and lens.
+const (
+	heldEntry   = 64
+	heldPosting = 8
+	heldProgram = 4 + 2*nFields
+)
+
+// errHeld: adding a program would take the builder past its maxHeld.
+var errHeld = errors.New("past the memory bound")
+
+// newBuilder makes a builder whose lines go to lines.
+func newBuilder(lines io.Writer) *builder {
+	return &builder{c: corpus{Postings: map[string][]uint64{}}, lines: lines, stems: map[string]string{}, maxHeld: MaxHeld}
 }
 
-// add lists e, which is a program's newest line.
-func (b *builder) add(e *Entry) error {
+// add lists e, which is a program's newest line, unless that takes what
+// the builder holds, with extra more, past maxHeld (errHeld): then nothing
+// of e is added.
+func (b *builder) add(e *Entry, extra int64) error {
 	line, err := e.Marshal()
 	if err != nil {
 		return err
 	}
-	doc := uint64(b.c.len())
-	b.c.Lines = append(b.c.Lines, line[:len(line)-1]...)
-	b.c.Ends = append(b.c.Ends, uint32(len(b.c.Lines)))
-
+	line = line[:len(line)-1]
+	if b.linesLen+int64(len(line)) > math.MaxUint32 {
+		return errHeld // Ends are 32-bit; MaxRead keeps the lines far below
+	}
 	counts := map[string]*[nFields]uint8{}
 	var lens [nFields]int
 	for f, text := range b.fieldTexts(e) {
-		b.buf = terms(text, b.stems, b.buf[:0])
+		b.buf = b.terms(text, b.buf[:0])
 		lens[f] = len(b.buf)
 		for _, t := range b.buf {
 			c := counts[t]
@@ -117,6 +146,22 @@ func (b *builder) add(e *Entry) error {
 			}
 		}
 	}
+	cost := extra + heldProgram + heldPosting*int64(len(counts))
+	for t := range counts {
+		if _, ok := b.c.Postings[t]; !ok {
+			cost += heldEntry + int64(len(t))
+		}
+	}
+	if b.held+cost > b.maxHeld {
+		return errHeld
+	}
+	b.held += cost
+	if _, err := b.lines.Write(line); err != nil {
+		return err
+	}
+	doc := uint64(b.c.len())
+	b.linesLen += int64(len(line))
+	b.c.Ends = append(b.c.Ends, uint32(b.linesLen))
 	for f, n := range lens {
 		b.c.Lens = append(b.c.Lens, uint16(min(n, math.MaxUint16)))
 		b.sums[f] += float64(n)
@@ -129,6 +174,17 @@ func (b *builder) add(e *Entry) error {
 		b.c.Postings[t] = append(b.c.Postings[t], p)
 	}
 	return nil
+}
+
+// terms is terms with the builder's cache of stems, whose growth counts in
+// held: a hostile index's words are all distinct.
+func (b *builder) terms(text string, out []string) []string {
+	before := len(b.stems)
+	out = terms(text, b.stems, out)
+	if grown := len(b.stems) - before; grown > 0 {
+		b.held += int64(grown) * (heldEntry + 2*maxToken)
+	}
+	return out
 }
 
 // fieldTexts is the text of each field of e.
@@ -152,7 +208,12 @@ func (b *builder) fieldTexts(e *Entry) [nFields]string {
 	return out
 }
 
+// corpus is what was added; its Lines only when they went to a
+// bytes.Buffer (a corpus in memory).
 func (b *builder) corpus() *corpus {
+	if buf, ok := b.lines.(*bytes.Buffer); ok {
+		b.c.Lines = buf.Bytes()
+	}
 	if n := b.c.len(); n > 0 {
 		for f := range nFields {
 			b.c.Avg[f] = b.sums[f] / float64(n)
@@ -183,6 +244,9 @@ func search(c searchable, query string, limit int) ([]Hit, error) {
 	for _, t := range terms(query, nil, nil) {
 		if seen[t] {
 			continue
+		}
+		if len(seen) == MaxQueryTerms {
+			break
 		}
 		seen[t] = true
 		postings, err := r.postings(t)
