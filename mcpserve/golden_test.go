@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -86,14 +87,32 @@ func transcript(t *testing.T, srv *mcpserve.Server, requests []byte) []byte {
 			continue // a notification: no response
 		}
 		for lines.Scan() {
-			var msg map[string]any
-			if err := json.Unmarshal(lines.Bytes(), &msg); err != nil {
+			// Numbers keep their text: ids come back exactly as sent.
+			var msg any
+			dec := json.NewDecoder(bytes.NewReader(lines.Bytes()))
+			dec.UseNumber()
+			if err := dec.Decode(&msg); err != nil {
 				t.Fatalf("not JSON on stdout: %q", lines.Text())
 			}
-			if _, isNotification := msg["method"]; isNotification {
-				continue // list_changed and the like, timing-dependent
+			if m, ok := msg.(map[string]any); ok {
+				if _, isNotification := m["method"]; isNotification {
+					continue // list_changed and the like, timing-dependent
+				}
+				pinRequestID(t, m)
 			}
-			pinRequestID(t, msg)
+			if batch, ok := msg.([]any); ok {
+				// A batch's responses come in the order they are answered.
+				for _, m := range batch {
+					if m, ok := m.(map[string]any); ok {
+						pinRequestID(t, m)
+					}
+				}
+				sort.Slice(batch, func(i, j int) bool {
+					a, _ := json.Marshal(batch[i])
+					b, _ := json.Marshal(batch[j])
+					return string(a) < string(b)
+				})
+			}
 			b, _ := json.Marshal(msg) // maps marshal with sorted keys
 			got.Write(b)
 			got.WriteByte('\n')

@@ -19,8 +19,9 @@ import (
 
 const initBody = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`
 
-// refused checks that a response is one of berm's JSON refusals.
-func refused(t *testing.T, resp *http.Response, status int, kind string) {
+// refused checks that a response is one of berm's JSON refusals, and
+// returns its error.
+func refused(t *testing.T, resp *http.Response, status int, kind string) string {
 	t.Helper()
 	data, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
@@ -30,6 +31,7 @@ func refused(t *testing.T, resp *http.Response, status int, kind string) {
 		t.Errorf("%s %s: %s %q %s, want %d and a JSON error of kind %q",
 			resp.Request.Method, resp.Request.URL.Path, resp.Status, resp.Header.Get("Content-Type"), data, status, kind)
 	}
+	return e.Error
 }
 
 // deployed lists the store's deployments and the served programs.

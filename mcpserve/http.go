@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math"
 	"mime"
 	"net"
 	"net/http"
@@ -26,6 +25,10 @@ import (
 // anyone on the network.
 var ErrNeedsToken = errors.New("binding beyond loopback needs a token")
 
+// ErrBodyMemory: a bound of the bodies held at once that a body of the
+// largest size could never pass.
+var ErrBodyMemory = errors.New("less than the largest body")
+
 // HTTPConfig configures the HTTP service.
 type HTTPConfig struct {
 	// Addr is where to listen; DefaultAddr when empty.
@@ -40,6 +43,11 @@ type HTTPConfig struct {
 	MaxImage int64
 	// MaxBody bounds an MCP request body; 4 MiB when 0.
 	MaxBody int64
+	// MaxBodyMemory bounds the bytes of request bodies held at once, MCP's
+	// and uploads together, from their first byte until they are served;
+	// past it a request is refused (503 with Retry-After). Twice the
+	// larger of MaxImage and MaxBody when 0.
+	MaxBodyMemory int64
 	// AllowedHosts are names the server answers to besides loopback ones,
 	// for a reverse proxy that passes on the client's Host. A server bound
 	// beyond loopback answers to any Host unless some are given.
@@ -51,8 +59,16 @@ type HTTPConfig struct {
 	// the client; DefaultWriteTimeout when 0.
 	WriteTimeout time.Duration
 	// MaxSessions bounds the MCP sessions held at once; DefaultMaxSessions
-	// when 0.
+	// when 0. A new session past it ends an idle one (sessions.go), and is
+	// refused only when every session has a request in flight.
 	MaxSessions int
+	// MaxSessionsPerClient bounds the sessions of one client (a remote
+	// address, IPv6 by its /64; not loopback, on which clients cannot be
+	// told apart): past it, a client's new session ends its own least
+	// recently used idle one. 0 leaves a client bound only by its share of
+	// MaxSessions: a full server ends an idle session of the client that
+	// holds the most.
+	MaxSessionsPerClient int
 	// SessionIdle closes a session that has had no request for that long;
 	// DefaultSessionIdle when 0.
 	SessionIdle time.Duration
@@ -71,12 +87,18 @@ type HTTPConfig struct {
 	// notifications/tools/list_changed and resources/list_changed (it sees a
 	// new deployment at its next tools/list), and the GET stream (405).
 	// MaxSessions and SessionIdle then bound nothing: no session outlives
-	// its request.
+	// its request. Nor does a log level: logging/setLevel is taken but
+	// applies to its own request alone, and a call's log messages come at
+	// info and above (a client of protocol 2026-07-28 names a level in each
+	// request's _meta, which the SDK applies).
 	Stateless bool
-	// Listener, when set, is served instead of listening on Addr (Hold's,
-	// taken over). Addr still decides the loopback rules, so it must name
-	// the same address.
+	// Listener, when set, is served instead of listening on Addr (Listen's,
+	// or Hold's taken over). Addr still decides the loopback rules, so it
+	// must name the same address.
 	Listener net.Listener
+
+	// sessionGrace is youngGrace, but in tests.
+	sessionGrace time.Duration
 }
 
 // DefaultAddr is where berm serve listens by default: loopback only.
@@ -112,7 +134,7 @@ func (s *Server) RunHTTP(ctx context.Context, cfg HTTPConfig, drain time.Duratio
 	ln := cfg.Listener
 	if ln == nil {
 		var err error
-		if ln, err = net.Listen("tcp", cfg.Addr); err != nil {
+		if ln, err = Listen(cfg.Addr); err != nil {
 			return err
 		}
 	}
@@ -164,6 +186,9 @@ func (cfg HTTPConfig) check() error {
 	if (cfg.TLSCert == "") != (cfg.TLSKey == "") {
 		return errors.New("TLS needs both a certificate and a key")
 	}
+	if most := max(cfg.MaxImage, cfg.MaxBody); cfg.MaxBodyMemory < most {
+		return fmt.Errorf("--max-body-memory %d: %w (%d bytes: an image, or the arguments limit and 64 KiB): raise it, or lower --max-args", cfg.MaxBodyMemory, ErrBodyMemory, most)
+	}
 	return checkAllowedHosts(cfg.AllowedHosts)
 }
 
@@ -178,6 +203,9 @@ func (cfg HTTPConfig) withDefaults() HTTPConfig {
 	if cfg.MaxImage <= 0 {
 		cfg.MaxImage = runtime.DefaultMaxImage
 	}
+	if cfg.MaxBodyMemory <= 0 {
+		cfg.MaxBodyMemory = 2 * max(cfg.MaxImage, cfg.MaxBody)
+	}
 	if cfg.ReadTimeout <= 0 {
 		cfg.ReadTimeout = DefaultReadTimeout
 	}
@@ -186,6 +214,9 @@ func (cfg HTTPConfig) withDefaults() HTTPConfig {
 	}
 	if cfg.MaxSessions <= 0 {
 		cfg.MaxSessions = DefaultMaxSessions
+	}
+	if cfg.sessionGrace <= 0 {
+		cfg.sessionGrace = youngGrace
 	}
 	if cfg.SessionIdle <= 0 {
 		cfg.SessionIdle = DefaultSessionIdle
@@ -203,31 +234,37 @@ func (s *Server) Handler(cfg HTTPConfig) http.Handler {
 	}
 	mcpHandler := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.mcp },
 		&mcp.StreamableHTTPOptions{
-			Stateless:           cfg.Stateless,
-			MaxRequestBodyBytes: cfg.MaxBody,
+			Stateless: cfg.Stateless,
+			// mcpHTTP reads and bounds the body; the SDK reads it as
+			// mcpHTTP rewrote it, each id a token, which is longer than an
+			// id may be, but never twice the message it is in.
+			MaxRequestBodyBytes: 2 * cfg.MaxBody,
 			SessionTimeout:      cfg.SessionIdle,
 			// guard checks Host on every route and knows the allowed hosts;
 			// the SDK's own check guards /mcp alone, answers in plain text
 			// and refuses the Host a reverse proxy on loopback passes on.
 			DisableLocalhostProtection: true,
 		})
-	maxSessions := cfg.MaxSessions
-	if cfg.Stateless {
-		// Each POST is a session of its own, gone with its response: the
-		// bound would only cap requests in progress, which --max-concurrent
-		// already queues.
-		maxSessions = math.MaxInt
+	// Stateless, each POST is a session of its own, gone with its
+	// response: a bound would only cap requests in progress, which
+	// --max-concurrent already queues.
+	var table *sessionTable
+	if !cfg.Stateless {
+		table = newSessionTable(cfg.MaxSessions, cfg.MaxSessionsPerClient, cfg.sessionGrace, s.liveSessions)
+		s.table.Store(table)
 	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /readyz", s.probe(false))
 	mux.HandleFunc("GET /healthz", s.probe(true))
 	mux.HandleFunc("GET /livez", live)
-	mux.Handle("/mcp", s.owing(s.mcpBounds(maxSessions, cfg.MaxBody, mcpHandler)))
+	bodies := new(budget)
+	bodies.init(cfg.MaxBodyMemory)
+	mux.Handle("/mcp", s.owing(s.mcpHTTP(table, cfg.MaxBody, bodies, mcpHandler)))
 	mux.HandleFunc("GET /v1/programs", s.listPrograms)
 	mux.HandleFunc("GET /v1/programs/{name}", s.getProgram)
 	mux.HandleFunc("DELETE /v1/programs/{name}", s.deleteProgram)
 	mux.HandleFunc("PUT /v1/programs/{name}", func(w http.ResponseWriter, r *http.Request) {
-		s.putProgram(w, r, cfg.MaxImage, cfg.Token != "")
+		s.putProgram(w, r, cfg.MaxImage, bodies, cfg.Token != "")
 	})
 	if cfg.Metrics {
 		mux.Handle("GET /metrics", s.metricsHandler())
@@ -271,12 +308,13 @@ func (s *Server) deleteProgram(w http.ResponseWriter, r *http.Request) {
 //
 // Grants are refused unless the server has a token: on loopback without
 // one, any local user could grant a program berm's own directories.
-func (s *Server) putProgram(w http.ResponseWriter, r *http.Request, maxImage int64, tokened bool) {
+func (s *Server) putProgram(w http.ResponseWriter, r *http.Request, maxImage int64, bodies *budget, tokened bool) {
 	name := r.PathValue("name")
-	body, ok := readBody(w, r, maxImage, "image", runtime.ErrRefused)
+	body, release, ok := readBody(w, r, maxImage, "image", runtime.ErrRefused, bodies)
 	if !ok {
 		return
 	}
+	defer release() // the image is held until it is deployed
 	var grants *sandbox.Grants
 	if g := r.URL.Query().Get(control.GrantsParam); g != "" {
 		if !tokened {

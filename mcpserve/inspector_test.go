@@ -105,10 +105,10 @@ func (r inspectorRun) decode(t *testing.T, v any) {
 }
 
 // startBermHTTP starts berm serve on a port of its choosing and returns its
-// /mcp URL, read from the log line it writes on listening.
-func startBermHTTP(t *testing.T, berm, root string) string {
+// /mcp URL, read from the log line it writes on listening; flags go to serve.
+func startBermHTTP(t *testing.T, berm, root string, flags ...string) string {
 	t.Helper()
-	cmd := exec.Command(berm, "serve", "--addr", "127.0.0.1:0")
+	cmd := exec.Command(berm, append([]string{"serve", "--addr", "127.0.0.1:0"}, flags...)...)
 	cmd.Env = bermEnv(root)
 	stderr, err := cmd.StderrPipe()
 	if err != nil {

@@ -7,9 +7,7 @@ import (
 	"io"
 	"net/http"
 	"os"
-	"strconv"
 	"strings"
-	"sync/atomic"
 	"time"
 )
 
@@ -111,42 +109,6 @@ func (w *writeDeadline) Flush() { w.FlushError() }
 
 func (w *writeDeadline) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
-// mcpBounds refuses a new session past maxSessions, and reads a POST's body
-// itself so that a body too large or too slow is refused in berm's JSON
-// rather than the SDK's plain text.
-func (s *Server) mcpBounds(maxSessions int, maxBody int64, next http.Handler) http.Handler {
-	var opening atomic.Int64
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method != http.MethodPost {
-			next.ServeHTTP(w, r)
-			return
-		}
-		// A POST without a session opens one. Those still opening count
-		// too, so that a burst cannot pass the check all at once; a session
-		// is counted twice while its initialize is answered, which errs on
-		// the side of refusing.
-		if r.Header.Get("Mcp-Session-Id") == "" {
-			n := opening.Add(1)
-			defer opening.Add(-1)
-			if s.sessions()+int(n) > maxSessions {
-				w.Header().Set("Retry-After", strconv.Itoa(int(retryAfter.Seconds())))
-				writeError(w, http.StatusServiceUnavailable, "too_many_sessions",
-					fmt.Errorf("sessions: %d open, the server's limit; retry later", maxSessions))
-				return
-			}
-		}
-		body, ok := readBody(w, r, maxBody, "request body (the arguments limit and 64 KiB)", nil)
-		if !ok {
-			return
-		}
-		r.Body = io.NopCloser(bytes.NewReader(body))
-		next.ServeHTTP(w, r)
-		if sid := r.Header.Get("Mcp-Session-Id"); sid != "" && len(body) > releaseAbove {
-			release(next, r, sid)
-		}
-	})
-}
-
 // releaseAbove is the size of a request body past which release follows it.
 const releaseAbove = 64 << 10
 
@@ -193,25 +155,140 @@ func (s *Server) sessions() int {
 	return n
 }
 
-// readBody reads a request's body, up to limit bytes, or answers the client
-// itself: the body is too large (wrapping tooLargeErr when it is not nil), or
-// did not arrive within the read timeout.
-func readBody(w http.ResponseWriter, r *http.Request, limit int64, what string, tooLargeErr error) ([]byte, bool) {
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
-	var tooLarge *http.MaxBytesError
-	switch {
-	case err == nil:
-		return body, true
-	case errors.As(err, &tooLarge):
-		err := fmt.Errorf("%s over the limit of %d bytes", what, tooLarge.Limit)
+// liveSessions are the ids of the sessions the SDK holds.
+func (s *Server) liveSessions() map[string]bool {
+	live := map[string]bool{}
+	for ss := range s.mcp.Sessions() {
+		live[ss.ID()] = true
+	}
+	return live
+}
+
+// readBody reads a request's body, up to limit bytes, holding what it holds
+// of bodies until release is called; or it answers the client itself: the
+// body is too large (wrapping tooLargeErr when it is not nil), the bodies
+// held are at their bound, or the body did not arrive within the read
+// timeout.
+func readBody(w http.ResponseWriter, r *http.Request, limit int64, what string, tooLargeErr error, bodies *budget) ([]byte, func(), bool) {
+	tooLarge := func(limit int64) {
+		err := fmt.Errorf("%s over the limit of %d bytes", what, limit)
 		if tooLargeErr != nil {
 			err = fmt.Errorf("%w: %w", err, tooLargeErr)
 		}
 		writeError(w, http.StatusRequestEntityTooLarge, "too_large", err)
+	}
+	if r.ContentLength > limit {
+		tooLarge(limit) // without reading a byte of it
+		return nil, nil, false
+	}
+	held := &heldBody{r: http.MaxBytesReader(w, r.Body, limit), bodies: bodies, length: r.ContentLength}
+	body, err := held.readAll()
+	var maxBytes *http.MaxBytesError
+	switch {
+	case err == nil:
+		return body, held.release, true
+	case errors.Is(err, errBodiesFull):
+		w.Header().Set("Retry-After", "1")
+		writeError(w, http.StatusServiceUnavailable, "busy", fmt.Errorf(
+			"request bodies: %d bytes are held at once, the bound (--max-body-memory): retry shortly", bodies.max))
+	case errors.As(err, &maxBytes):
+		tooLarge(maxBytes.Limit)
 	case errors.Is(err, os.ErrDeadlineExceeded):
 		writeError(w, http.StatusRequestTimeout, "timeout", fmt.Errorf("%s: not received in time", what))
 	default:
 		writeError(w, http.StatusBadRequest, "invalid", fmt.Errorf("%s: %w", what, err))
 	}
-	return nil, false
+	held.release()
+	return nil, nil, false
+}
+
+// The request bodies held at once are bounded in bytes (HTTPConfig
+// MaxBodyMemory): each was held whole with no bound on how many, and 300
+// connections sending a body of 1 MiB, but for its last byte, held 385 MB
+// for the minute of --read-timeout, eight uploads of 63 MiB 1.3 GB. A body
+// is charged what it has been read into, as it is read, so what it is
+// charged is what it holds, not what it announces (a connection that
+// announces a body and sends nothing holds one chunk); past the bound it is
+// refused, 503 with Retry-After.
+
+// errBodiesFull: the bodies held are at their bound.
+var errBodiesFull = errors.New("request bodies held at their bound")
+
+// heldBody reads a body of length bytes (-1: unknown) into a buffer
+// charged to bodies.
+type heldBody struct {
+	r      io.Reader
+	bodies *budget
+	length int64
+	held   int64
+}
+
+// A body is read into chunks: the first of firstChunk, the others of
+// bodyChunk. A body of at most firstChunk (an initialize, a ping, most
+// calls) is never refused by the bound of the bodies held: those are
+// bounded by the connections the process holds, and slow uploads could
+// otherwise refuse every client its next request.
+const (
+	firstChunk = 4 << 10
+	bodyChunk  = 64 << 10
+)
+
+// readAll is io.ReadAll into chunks (the last never past the announced
+// length), each charged once its first byte has arrived, then joined: so a
+// body that trickles in holds what it is charged, not a buffer doubled and
+// the copies it left behind (300 bodies of 1 MiB held twice the bound so),
+// and a connection that sends its headers alone holds nothing (2,100 of
+// them, announcing 1 MiB each, held the whole bound for --read-timeout).
+func (h *heldBody) readAll() ([]byte, error) {
+	var chunks [][]byte
+	var n int64
+	small := h.length >= 0 && h.length <= firstChunk
+	for {
+		size := int64(bodyChunk)
+		if len(chunks) == 0 {
+			size = firstChunk
+		}
+		if h.length >= 0 {
+			if size = min(size, h.length-n); size == 0 {
+				// All it announced: net/http ends the body there.
+				var end [1]byte
+				if _, err := io.ReadFull(h.r, end[:]); err != io.EOF {
+					return nil, fmt.Errorf("more than its Content-Length of %d bytes: %v", h.length, err)
+				}
+				break
+			}
+		}
+		var first [1]byte
+		if _, err := io.ReadFull(h.r, first[:]); err == io.EOF {
+			break
+		} else if err != nil {
+			return nil, err
+		}
+		if small {
+			h.bodies.force(size)
+		} else if !h.bodies.tryTake(size) {
+			return nil, errBodiesFull
+		}
+		h.held += size
+		chunk := make([]byte, size)
+		chunk[0] = first[0]
+		got, err := io.ReadFull(h.r, chunk[1:])
+		chunks = append(chunks, chunk[:1+got])
+		n += int64(1 + got)
+		if err == io.EOF || err == io.ErrUnexpectedEOF {
+			break
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	if len(chunks) == 1 {
+		return chunks[0], nil
+	}
+	return bytes.Join(chunks, nil), nil
+}
+
+func (h *heldBody) release() {
+	h.bodies.give(h.held)
+	h.held = 0
 }

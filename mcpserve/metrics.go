@@ -78,7 +78,15 @@ func newMetrics(s *Server) *metrics {
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "berm_calls_waiting",
 			Help: "Tool calls waiting to run, --max-concurrent calls running.",
-		}, func() float64 { return float64(s.waiting.Load()) }),
+		}, func() float64 { return float64(s.queue.waiting()) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "berm_calls_refused_busy_total",
+			Help: "Tool calls refused because as many waited as may (--max-waiting, or a quarter of it in one session).",
+		}, func() float64 { return float64(s.busy.total.Load()) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "berm_results_unsent_bytes",
+			Help: "Bytes of results of 64 KiB or more not yet written to their clients over HTTP (--max-unsent-results).",
+		}, func() float64 { return float64(s.unsent.inUse()) }),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "berm_deployments",
 			Help: "Programs served.",
@@ -87,6 +95,15 @@ func newMetrics(s *Server) *metrics {
 			Name: "berm_mcp_sessions",
 			Help: "MCP sessions open.",
 		}, func() float64 { return float64(s.sessions()) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "berm_mcp_sessions_replaced_total",
+			Help: "Idle MCP sessions ended to make room for a new one (--max-sessions, --max-sessions-per-client).",
+		}, func() float64 {
+			if t := s.table.Load(); t != nil {
+				return float64(t.evicted.Load())
+			}
+			return 0
+		}),
 	)
 	if s.opts.DataUsage != nil {
 		m.reg.MustRegister(kvCollector{s, prometheus.NewDesc("berm_kv_bytes",
@@ -181,7 +198,8 @@ func (s *Server) observeApply(removed string) {
 	}
 }
 
-// outcome names a call's outcome as toolResult maps it.
+// outcome names a call's outcome as toolResult maps it, in /metrics and in
+// the call's log line alike.
 func outcome(out runtime.Outcome, err error) string {
 	switch {
 	case errors.Is(err, runtime.ErrArguments):

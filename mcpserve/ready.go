@@ -163,7 +163,8 @@ type Holding struct {
 	reason atomic.Pointer[string]
 }
 
-// Hold listens on cfg.Addr (with cfg's TLS) and answers GET /livez 200,
+// Hold listens on cfg.Addr (or takes cfg.Listener: Listen's) with cfg's
+// TLS, and answers GET /livez 200,
 // GET /readyz and /healthz 503 {"status": "not ready", "reason": reason},
 // and every other request 503, until Listener hands the address over to
 // RunHTTP or Close gives it up. cfg is checked as RunHTTP checks it.
@@ -175,9 +176,12 @@ func Hold(cfg HTTPConfig, reason string, logger *slog.Logger) (*Holding, error) 
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	ln, err := net.Listen("tcp", cfg.Addr)
-	if err != nil {
-		return nil, err
+	ln := cfg.Listener
+	if ln == nil {
+		var err error
+		if ln, err = Listen(cfg.Addr); err != nil {
+			return nil, err
+		}
 	}
 	h := &Holding{relay: newRelay(ln)}
 	h.reason.Store(&reason)

@@ -16,7 +16,10 @@ import (
 // SearchFunc searches the server's own index for query: at most limit
 // programs, best first, fetching the index first when refresh is set. The
 // command line fills it with the index the server's root is configured with;
-// mcpserve does not know how an index is read.
+// mcpserve does not know how an index is read. It runs outside the workers
+// and --timeout, so it must answer in a few seconds when it has a clone,
+// from the clone if need be (Offline, Fetching), and leave a slow fetch to
+// go on without the caller: berm's waits 5 s for one.
 type SearchFunc func(ctx context.Context, query string, limit int, refresh bool) (control.SearchResponse, error)
 
 // maxSearchLimit bounds what one search returns over the network.
@@ -71,7 +74,9 @@ func AddSearchTool(s *mcp.Server, search SearchFunc) {
 	mcp.AddTool(s, &mcp.Tool{
 		Name: SearchToolName,
 		Description: "Finds programs that could be deployed on this berm server, in its index: " +
-			"each result's reference@digest, tools, usage and claimed publisher, best first. Deploys nothing.",
+			"each result's reference@digest, tools, usage and claimed publisher, best first. Deploys nothing. " +
+			"When offline is set, the results come from the copy of the index fetched at fetched " +
+			"(with fetching, a fetch is under way: a search a little later may find newer programs).",
 		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true, OpenWorldHint: &open},
 	}, func(ctx context.Context, _ *mcp.CallToolRequest, in searchInput) (*mcp.CallToolResult, control.SearchResponse, error) {
 		if in.Limit <= 0 {

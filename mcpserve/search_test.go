@@ -21,6 +21,7 @@ type fakeSearch struct {
 	limit   int
 	refresh bool
 	err     error
+	offline string // an answer from the clone, the fetch under way
 }
 
 func (f *fakeSearch) search(_ context.Context, query string, limit int, refresh bool) (control.SearchResponse, error) {
@@ -30,7 +31,7 @@ func (f *fakeSearch) search(_ context.Context, query string, limit int, refresh 
 	}
 	name := "reader"
 	return control.SearchResponse{
-		Index: "https://example.com/index",
+		Index: "https://example.com/index", Offline: f.offline, Fetching: f.offline != "",
 		Results: []control.SearchResult{{
 			Reference: "ghcr.io/acme/reader:v1", Digest: "sha256:" + strings.Repeat("a", 64),
 			Tools: []control.SearchTool{{Name: "read", Description: "Reads a file."}}, Score: 1.5, Deployed: &name,
@@ -112,6 +113,15 @@ func TestSearchTool(t *testing.T) {
 	}
 	if b, _ := json.Marshal(res.StructuredContent); !strings.Contains(string(b), `"reference":"ghcr.io/acme/reader:v1"`) {
 		t.Fatalf("structured content = %s", b)
+	}
+	// An answer from the clone says so, as the model reads it.
+	f.offline = "index https://example.com/index: still fetching after 5s: index not fetched in time"
+	res, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: mcpserve.SearchToolName, Arguments: map[string]any{"query": "read a file"}})
+	if err != nil || res.IsError {
+		t.Fatalf("an answer from the clone: %v, %+v", err, res)
+	}
+	if text := res.Content[0].(*mcp.TextContent).Text; !strings.Contains(text, `"offline":"`+f.offline+`"`) || !strings.Contains(text, `"fetching":true`) {
+		t.Fatalf("an answer from the clone does not say so: %s", text)
 	}
 	f.err = errors.New("index unreachable")
 	if res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: mcpserve.SearchToolName, Arguments: map[string]any{"query": "x"}}); err != nil || !res.IsError {

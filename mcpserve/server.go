@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -49,12 +50,16 @@ const (
 	CodeTrap     = -32010 // the program trapped
 	CodeDeadline = -32011 // the call ran past its deadline
 	CodeLimit    = -32012 // a result or failure message over the size limit
-	CodeBusy     = -32013 // the server is shutting down
+	CodeBusy     = -32013 // the server is shutting down, or too busy: too many calls wait
 )
 
 // Defaults of Options.
 const (
 	DefaultMaxConcurrent = 32
+	// DefaultWaitingPerWorker is MaxWaiting's default, per worker: enough
+	// for a burst of every client at once, few enough that what waits is
+	// done within a few deadlines.
+	DefaultWaitingPerWorker = 4
 )
 
 // Options configure a Server. Zero values take defaults.
@@ -62,6 +67,19 @@ type Options struct {
 	Naming Naming
 	// MaxConcurrent bounds the calls that run at once; past it calls wait.
 	MaxConcurrent int
+	// MaxWaiting bounds the calls that wait for one of those, each at most
+	// its deadline; past it a call is refused at once (CodeBusy). An HTTP
+	// session (or stateless request) may have a quarter of them waiting,
+	// at least one; over stdio the one client all. DefaultWaitingPerWorker
+	// × MaxConcurrent when 0.
+	MaxWaiting int
+	// MaxUnsentResults bounds, in bytes, the results of 64 KiB or more
+	// that are not yet written to their clients over HTTP: the server holds
+	// several copies of each while it is encoded and written, which a
+	// client that reads nothing held for --write-timeout. Past it a call's
+	// result waits, in its worker, for room. Twice the runtime's result
+	// limit when 0.
+	MaxUnsentResults int64
 	// Logger receives a record of each call and each berm.log line.
 	Logger *slog.Logger
 	// Version is the server's version in the MCP handshake.
@@ -101,8 +119,13 @@ type Server struct {
 	opts    Options
 	log     *slog.Logger
 	mcp     *mcp.Server
-	work    chan *job
+	work    chan *job // to an idle worker (queue.free counts them)
+	queue   *queue    // the calls waiting for a worker
 	workers sync.WaitGroup
+	unsent  budget // bytes of results not yet written (MaxUnsentResults)
+	// perSession bounds the calls of one HTTP session waiting.
+	perSession int
+	busy       busyNote
 
 	mu    sync.Mutex          // guards tools and hints
 	tools map[string][]string // program -> its served tool names
@@ -112,7 +135,6 @@ type Server struct {
 	draining bool
 	calls    sync.WaitGroup
 	inflight atomic.Int64
-	waiting  atomic.Int64 // calls that found every worker busy and wait for one
 	owed     atomic.Int64 // requests read whose response is not yet written
 
 	idPrefix string        // of request ids: random, per server
@@ -127,6 +149,10 @@ type Server struct {
 	// stateless is set once the HTTP service serves without sessions, which
 	// can carry no notification: initialize then promises none.
 	stateless atomic.Bool
+
+	table   atomic.Pointer[sessionTable] // the HTTP service's sessions, unless stateless
+	posts   sync.Map                     // POSTs being served (mcphttp.go), by key
+	postSeq atomic.Uint64
 }
 
 type sessionKey struct{}
@@ -141,6 +167,12 @@ func New(svc *service.Service, opts *Options) *Server {
 	if o.MaxConcurrent <= 0 {
 		o.MaxConcurrent = DefaultMaxConcurrent
 	}
+	if o.MaxWaiting <= 0 {
+		o.MaxWaiting = DefaultWaitingPerWorker * o.MaxConcurrent
+	}
+	if o.MaxUnsentResults <= 0 {
+		o.MaxUnsentResults = 2 * int64(svc.Runtime().Limits().MaxResult)
+	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -152,12 +184,15 @@ func New(svc *service.Service, opts *Options) *Server {
 		rt:    svc.Runtime(),
 		opts:  o,
 		log:   o.Logger,
-		work:  make(chan *job),
+		work:  make(chan *job, o.MaxConcurrent),
+		queue: newQueue(o.MaxConcurrent, o.MaxWaiting),
 		tools: map[string][]string{},
 		hints: map[string]hints{},
 
-		idPrefix: randomHex(4) + "-",
+		idPrefix:   randomHex(4) + "-",
+		perSession: max(1, o.MaxWaiting/4),
 	}
+	s.unsent.init(o.MaxUnsentResults)
 	s.health.ask, s.health.log, s.health.now = o.CheckState, o.Logger, time.Now
 	s.workers.Add(o.MaxConcurrent)
 	for range o.MaxConcurrent {
@@ -173,23 +208,7 @@ func New(svc *service.Service, opts *Options) *Server {
 	if o.Catalog && o.Search != nil {
 		AddSearchTool(s.mcp, o.Search)
 	}
-	// The instructions name the programs deployed when a client connects,
-	// which the SDK's fixed ServerOptions.Instructions cannot.
-	s.mcp.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
-		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
-			res, err := next(ctx, method, req)
-			if ir, ok := res.(*mcp.InitializeResult); ok && err == nil {
-				ir.Instructions = s.instructions()
-				if s.stateless.Load() && ir.Capabilities != nil {
-					caps := *ir.Capabilities
-					caps.Tools = &mcp.ToolCapabilities{}
-					caps.Resources = &mcp.ResourceCapabilities{}
-					ir.Capabilities = &caps
-				}
-			}
-			return res, err
-		}
-	})
+	s.mcp.AddReceivingMiddleware(s.receiving)
 	s.mcp.AddResourceTemplate(&mcp.ResourceTemplate{
 		Name:        "usage",
 		Title:       "Program usage",
@@ -198,6 +217,64 @@ func New(svc *service.Service, opts *Options) *Server {
 		MIMEType:    "text/markdown",
 	}, s.readUsage)
 	return s
+}
+
+// receiving is what berm adds to the SDK's handling of a request.
+func (s *Server) receiving(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		if method == methodSetLevel {
+			if err := s.checkSetLevel(req); err != nil {
+				return nil, err
+			}
+		}
+		res, err := next(ctx, method, req)
+		if ir, ok := res.(*mcp.InitializeResult); ok && err == nil {
+			// The instructions name the programs deployed when a client
+			// connects, which the SDK's fixed ServerOptions.Instructions
+			// cannot.
+			ir.Instructions = s.instructions()
+			if s.stateless.Load() && ir.Capabilities != nil {
+				caps := *ir.Capabilities
+				caps.Tools = &mcp.ToolCapabilities{}
+				caps.Resources = &mcp.ResourceCapabilities{}
+				ir.Capabilities = &caps
+			}
+			// A new HTTP session takes the place its POST reserved.
+			ss, _ := req.GetSession().(*mcp.ServerSession)
+			if ps := s.postOf(req.GetExtra()); ps != nil && ps.session != nil && ss != nil {
+				if t := s.table.Load(); t != nil {
+					t.bind(ps.session, ss, ir.ProtocolVersion)
+				}
+			}
+		}
+		return res, err
+	}
+}
+
+// logLevels are MCP's (RFC 5424's), least severe first.
+var logLevels = []mcp.LoggingLevel{"debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"}
+
+// checkSetLevel refuses a level MCP does not have, which the SDK took and
+// read as debug, sending every message after it (go-sdk v1.8.0,
+// mcp/logging.go, mcpLevelToSlog).
+//
+// On a stateless server a level cannot outlive the request that sets it:
+// the SDK keeps it with that request's own session, gone with its response,
+// and gives every request's session the level info. There is no client to
+// keep it for (no session; a balancer's replicas share nothing), and MCP
+// clients (the conformance suite's too) expect the level taken, so it is
+// taken, and the README says what it does there: nothing past its request.
+func (s *Server) checkSetLevel(req mcp.Request) error {
+	p, _ := req.GetParams().(*mcp.SetLoggingLevelParams)
+	if p == nil || !slices.Contains(logLevels, p.Level) {
+		level := mcp.LoggingLevel("")
+		if p != nil {
+			level = p.Level
+		}
+		return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf(
+			"logging/setLevel: level %q: want one of debug, info, notice, warning, error, critical, alert, emergency", level)}
+	}
+	return nil
 }
 
 // MCP is the underlying MCP server, for transports.
@@ -408,6 +485,26 @@ func (s *Server) handler(program, tool string) mcp.ToolHandler {
 		defer s.calls.Done()
 		s.inflight.Add(1)
 		defer s.inflight.Add(-1)
+		ps := s.postOf(req.Extra)
+		var hold *callHold
+		if ps != nil {
+			// Over HTTP a call may be ended by what the SDK does not see:
+			// its session's end, its POST's.
+			var cancel context.CancelCauseFunc
+			ctx, cancel = context.WithCancelCause(ctx)
+			defer cancel(nil)
+			if hold = s.holdOf(ps, req, cancel); hold != nil {
+				defer ps.ids.returned(hold.token)
+			}
+			t := time.AfterFunc(headersAfter, ps.rw.flushHeaders)
+			defer t.Stop()
+			// Without a session, the POST is the only way back: a call
+			// whose POST's connection went has no one to answer.
+			if s.stateless.Load() {
+				stop := context.AfterFunc(ps.ctx, func() { cancel(errPostGone) })
+				defer stop()
+			}
+		}
 		if err := s.svc.Ready(ctx, program); err != nil {
 			return nil, err
 		}
@@ -418,12 +515,19 @@ func (s *Server) handler(program, tool string) mcp.ToolHandler {
 		if req.Session != nil {
 			ctx = context.WithValue(ctx, sessionKey{}, req.Session)
 		}
-		j := &job{ctx: ctx, id: s.newRequestID(), program: program, tool: tool, args: args, done: make(chan struct{})}
-		if !s.hand(ctx, j) {
-			return nil, ctx.Err()
+
+		j := &job{ctx: ctx, id: s.newRequestID(), program: program, tool: tool, args: args,
+			hold: hold, done: make(chan struct{})}
+		if err := s.hand(ctx, j, req.Session, ps); err != nil {
+			var rerr *jsonrpc.Error
+			if !errors.As(err, &rerr) {
+				_, err = toolResult(program, tool, runtime.Outcome{}, err)
+			}
+			return nil, err
 		}
 		<-j.done
 		res, err := toolResult(program, tool, j.out, j.err)
+		j.out, j.args = runtime.Outcome{}, nil // held no longer than the result made of them
 		// The request id goes back in the result's _meta, so that a client's
 		// report can be matched to the server's log line. A JSON-RPC error
 		// has no _meta: its id is on the log line only, and the error on the
@@ -435,23 +539,254 @@ func (s *Server) handler(program, tool string) mcp.ToolHandler {
 	}
 }
 
-// hand gives a worker the job, waiting while MaxConcurrent calls run, or
-// reports false when ctx is done first. Only a call that waits is counted
-// waiting: an idle worker takes a call without the count.
-func (s *Server) hand(ctx context.Context, j *job) bool {
-	select {
-	case s.work <- j:
-		return true
-	default:
+// hand gives the job a worker, at once or once its turn comes, or returns
+// the error to answer with: the calls waiting are at a bound (CodeBusy);
+// the call waited its whole deadline (it ends as a deadline, not run); ctx
+// ended, or the POST's connection went, first (no one can receive it).
+func (s *Server) hand(ctx context.Context, j *job, owner any, ps *postState) error {
+	perOwner := s.opts.MaxWaiting // stdio: one client
+	if ps != nil {
+		perOwner = s.perSession
 	}
-	s.waiting.Add(1)
-	defer s.waiting.Add(-1)
+	if ps != nil && ps.ctx.Err() != nil {
+		return errPostGone // before it began
+	}
+	now, busy := s.queue.enqueue(j, owner, perOwner)
+	switch {
+	case busy != nil:
+		s.busy.note(s.log)
+		return busy.rpcError(s.opts.MaxConcurrent)
+	case now:
+		s.work <- j // never blocks: it has room for every worker
+		return nil
+	}
+	wait := s.rt.Limits().Deadline
+	timer := time.NewTimer(wait)
+	defer timer.Stop()
+	var gone <-chan struct{}
+	if ps != nil {
+		gone = ps.ctx.Done()
+	}
+	var err error
 	select {
-	case s.work <- j:
-		return true
+	case <-j.started:
+		return s.started(j)
 	case <-ctx.Done():
+		err = context.Cause(ctx)
+	case <-gone:
+		// A stateful session's call whose POST went while it waited:
+		// berm keeps no events a client could resume the stream from, so
+		// its response would be lost; not yet begun, it is not begun. (A
+		// call running when its POST goes runs on: MCP has a client cancel
+		// one, a disconnect being no cancellation.)
+		err = errPostGone
+	case <-timer.C:
+		err = fmt.Errorf("%s: %w: waited %s, the call's deadline, for one of the %d calls that run at once (--max-concurrent) to end, and did not run; try again when the server is less busy",
+			manifest.FullName(j.program, j.tool), runtime.ErrDeadline, wait, s.opts.MaxConcurrent)
+		s.logCall(j.id, j.program, j.tool, wait, runtime.Outcome{}, err)
+		s.observeCall(j.program, j.tool, wait, j.args, runtime.Outcome{}, err)
+	}
+	if !s.queue.withdraw(j) {
+		return s.started(j) // a worker took it meanwhile (it runs), or another call its place
+	}
+	return err
+}
+
+// started is what a call whose wait ended in its favour, or not, is
+// answered with: nil, it runs; or it gave up its place in the queue to a
+// call of a session with fewer waiting.
+func (s *Server) started(j *job) error {
+	<-j.started
+	if j.bumped != nil {
+		s.busy.note(s.log)
+		return j.bumped.rpcError(s.opts.MaxConcurrent)
+	}
+	return nil
+}
+
+// Why a call ends before it is done (the cause of its context's cancel).
+var (
+	errPostGone     = errors.New("its POST's connection is gone, and with it the only way to answer")
+	errSessionEnded = errors.New("its session ended (DELETE, or ended for a new session at --max-sessions)")
+	errCancelled    = errors.New("the client cancelled it (notifications/cancelled)")
+)
+
+func (b *errBusy) rpcError(workers int) *jsonrpc.Error {
+	msg := fmt.Sprintf("berm is busy: %d calls wait for one of the %d that run at once (--max-concurrent), the most that may wait (--max-waiting): call refused; try again shortly", b.n, workers)
+	if !b.server {
+		calls := "calls"
+		if b.n == 1 {
+			calls = "call"
+		}
+		msg = fmt.Sprintf("berm is busy: this session has %d %s waiting for one of the %d that run at once (--max-concurrent), the most one session may have waiting (a quarter of --max-waiting): call refused; wait for one of them to end", b.n, calls, workers)
+	}
+	return &jsonrpc.Error{Code: CodeBusy, Message: msg}
+}
+
+// busyNote says in the log, at most once a minute, how many calls the
+// bounds of calls waiting refused: a flood is one line a minute.
+type busyNote struct {
+	total   atomic.Int64 // for /metrics
+	refused atomic.Int64 // since the last warning
+	mu      sync.Mutex
+	warned  time.Time
+}
+
+func (b *busyNote) note(log *slog.Logger) {
+	b.total.Add(1)
+	b.refused.Add(1)
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if time.Since(b.warned) < time.Minute {
+		return
+	}
+	b.warned = time.Now()
+	log.Warn("calls refused: as many wait as may (--max-waiting, or a quarter of it in one HTTP session)", "refused", b.refused.Swap(0))
+}
+
+// callHold is a tools/call's over HTTP, while it runs and until its result
+// is written: its cancel, for DELETE, an eviction and a late
+// notifications/cancelled, and the bytes of unsent results it holds.
+type callHold struct {
+	token  string
+	cancel context.CancelCauseFunc
+	gone   <-chan struct{} // its POST's connection went
+	s      *Server
+
+	mu      sync.Mutex
+	charged int64
+	done    bool
+}
+
+// holdOf binds a call that came over HTTP to its token, which berm put in
+// its params' _meta (mcphttp.go): the SDK hides the request's id from a
+// handler. It is nil for a call over stdio, or one whose POST has ended.
+func (s *Server) holdOf(ps *postState, req *mcp.CallToolRequest, cancel context.CancelCauseFunc) *callHold {
+	if ps == nil || req.Params == nil || req.Params.Meta == nil {
+		return nil
+	}
+	token, _ := req.Params.Meta[metaToken].(string)
+	delete(req.Params.Meta, metaToken)
+	h := &callHold{token: token, cancel: cancel, gone: ps.ctx.Done(), s: s}
+	if token == "" || !ps.ids.bind(token, h) {
+		return nil
+	}
+	return h
+}
+
+// charge takes n bytes of unsent results, waiting for room, or returns why
+// the result is to be dropped instead: its POST went (stateful: the result
+// would not be written, and encoding it would cost as much as sending it),
+// or ctx ended.
+func (h *callHold) charge(ctx context.Context, n int64) error {
+	if !h.s.unsent.take(ctx, h.gone, n) {
+		if ctx.Err() != nil {
+			return context.Cause(ctx)
+		}
+		return errPostGone
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.done {
+		h.s.unsent.give(n) // written (or dropped) already
+		return nil
+	}
+	h.charged = n
+	return nil
+}
+
+// sent gives back what the call holds once its response is written, or
+// will never be.
+func (h *callHold) sent() {
+	if h == nil {
+		return
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if !h.done {
+		h.done = true
+		h.s.unsent.give(h.charged)
+		h.charged = 0
+	}
+}
+
+// unsentFree is the size of a result below which it is not charged: what
+// small results hold is small, and charging them would let a few slow
+// clients of large results hold every call's result.
+const unsentFree = 64 << 10
+
+// budget is a bound of bytes that takers wait for.
+type budget struct {
+	mu    sync.Mutex
+	max   int64
+	used  int64
+	freed chan struct{} // closed, and replaced, whenever bytes are given back
+}
+
+func (b *budget) init(max int64) {
+	b.max, b.freed = max, make(chan struct{})
+}
+
+// take takes n bytes, waiting until they fit (or nothing is taken: a taker
+// over the whole bound goes alone), or reports false once ctx is done or
+// gone closed.
+func (b *budget) take(ctx context.Context, gone <-chan struct{}, n int64) bool {
+	for {
+		b.mu.Lock()
+		if b.fitsLocked(n) {
+			b.used += n
+			b.mu.Unlock()
+			return true
+		}
+		freed := b.freed
+		b.mu.Unlock()
+		select {
+		case <-freed:
+		case <-ctx.Done():
+			return false
+		case <-gone:
+			return false
+		}
+	}
+}
+
+// force takes n bytes whether or not they fit.
+func (b *budget) force(n int64) {
+	b.mu.Lock()
+	b.used += n
+	b.mu.Unlock()
+}
+
+// tryTake takes n bytes if they fit now (or nothing is taken).
+func (b *budget) tryTake(n int64) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if !b.fitsLocked(n) {
 		return false
 	}
+	b.used += n
+	return true
+}
+
+// fitsLocked reports whether n bytes fit: a taker over the whole bound goes
+// alone.
+func (b *budget) fitsLocked(n int64) bool { return b.used == 0 || b.used+n <= b.max }
+
+func (b *budget) give(n int64) {
+	if n == 0 {
+		return
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.used -= n
+	close(b.freed)
+	b.freed = make(chan struct{})
+}
+
+func (b *budget) inUse() int64 {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.used
 }
 
 // MetaRequestID is the key, in a tools/call result's _meta, of the call's
@@ -477,24 +812,48 @@ type job struct {
 	id            string // the request id, logged and in the result's _meta
 	program, tool string
 	args          []byte
+	hold          *callHold     // over HTTP
+	line          *line         // while it waits, the line it waits in (queue.go)
+	started       chan struct{} // made when it waits, closed when it stops waiting
+	bumped        *errBusy      // set before started is closed: it gave up its place
 	out           runtime.Outcome
 	err           error
 	done          chan struct{}
 }
 
-// worker runs calls, MaxConcurrent of them at once. The SDK handles each
-// request on a fresh goroutine, whose stack the deep path into wazero would
-// regrow on every call; a worker's stack has grown once.
+// worker runs calls, MaxConcurrent of them at once, and after each the next
+// that waits. The SDK handles each request on a fresh goroutine, whose stack
+// the deep path into wazero would regrow on every call; a worker's stack has
+// grown once.
 func (s *Server) worker() {
 	defer s.workers.Done()
 	for j := range s.work {
-		start := time.Now()
-		j.out, j.err = s.rt.Call(j.ctx, j.program, j.tool, j.args)
-		d := time.Since(start)
-		s.logCall(j.id, j.program, j.tool, d, j.out, j.err)
-		s.observeCall(j.program, j.tool, d, j.args, j.out, j.err)
-		close(j.done)
+		for ; j != nil; j = s.queue.done() {
+			s.run(j)
+		}
 	}
+}
+
+func (s *Server) run(j *job) {
+	start := time.Now()
+	j.out, j.err = s.rt.Call(j.ctx, j.program, j.tool, j.args)
+	d := time.Since(start)
+	if errors.Is(j.err, context.Canceled) {
+		if cause := context.Cause(j.ctx); cause != nil && cause != context.Canceled {
+			j.err = fmt.Errorf("%w: %w", j.err, cause)
+		}
+	}
+	s.logCall(j.id, j.program, j.tool, d, j.out, j.err)
+	s.observeCall(j.program, j.tool, d, j.args, j.out, j.err)
+	// A large result waits here, holding its worker, for room among those
+	// not yet written: so at most MaxConcurrent of them are held whole,
+	// and MaxUnsentResults of them in the copies their encoding makes.
+	if n := int64(len(j.out.Result) + len(j.out.Failure)); n >= unsentFree && j.hold != nil {
+		if err := j.hold.charge(j.ctx, n); err != nil {
+			j.out, j.err = runtime.Outcome{}, err
+		}
+	}
+	close(j.done)
 }
 
 func (s *Server) logCall(id, program, tool string, d time.Duration, out runtime.Outcome, err error) {
@@ -513,7 +872,7 @@ func (s *Server) logCall(id, program, tool string, d time.Duration, out runtime.
 	}
 	switch {
 	case err != nil:
-		s.log.Warn("call", append(attrs, "outcome", "error", "error", err.Error())...)
+		s.log.Warn("call", append(attrs, "outcome", outcome(out, err), "error", err.Error())...)
 	case out.Failed:
 		s.log.Info("call", append(attrs, "outcome", "failure", "failure", string(out.Failure))...)
 	default:
@@ -575,11 +934,17 @@ func resultContent(program, tool string, result []byte) *mcp.CallToolResult {
 // Log forwards a berm.log line to the structured log and, as an MCP log
 // message, to the client whose call made it (if it asked for logs).
 func (s *Server) Log(ctx context.Context, program, tool string, line []byte) {
-	s.log.Info("log", "program", program, "tool", tool, "line", string(line))
+	// A program that says it is dying (a Go panic) is logged louder: it is
+	// what a trap's message quotes, and what an operator looks for.
+	level, mcpLevel := slog.LevelInfo, mcp.LoggingLevel("info")
+	if runtime.FatalLine(line) {
+		level, mcpLevel = slog.LevelWarn, "warning"
+	}
+	s.log.Log(ctx, level, "log", "program", program, "tool", tool, "line", string(line))
 	if ss, ok := ctx.Value(sessionKey{}).(*mcp.ServerSession); ok {
 		// The SDK drops it unless the client set a level.
 		_ = ss.Log(ctx, &mcp.LoggingMessageParams{
-			Level:  "info",
+			Level:  mcpLevel,
 			Logger: program,
 			Data:   strings.ToValidUTF8(string(line), "\uFFFD"),
 		})

@@ -387,7 +387,8 @@ func unservableImage(t *testing.T) []byte {
 }
 
 func TestConcurrentCalls(t *testing.T) {
-	h := newHarness(t, runtime.Limits{}, &mcpserve.Options{MaxConcurrent: 8})
+	// 64 at once: 8 run, and the rest wait (MaxWaiting is 32 by default).
+	h := newHarness(t, runtime.Limits{}, &mcpserve.Options{MaxConcurrent: 8, MaxWaiting: 56})
 	h.deploy(t, "core", "core.wasm")
 	cs := h.connect(t, nil)
 	var wg sync.WaitGroup
@@ -514,5 +515,21 @@ func TestDottedNames(t *testing.T) {
 	res, err := call(t, cs, "echo.echo", map[string]any{"a": 1})
 	if err != nil || text(t, res) != `{"a":1}` {
 		t.Fatalf("echo.echo: %+v, %v", res, err)
+	}
+}
+
+// TestLogFatalLineWarns: a program's line that says it is dying (a Go
+// panic, which its trap's message quotes) is logged at warn, its others at
+// info.
+func TestLogFatalLineWarns(t *testing.T) {
+	var logs lockedBuffer
+	h := newHarness(t, runtime.Limits{}, &mcpserve.Options{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	ctx := context.Background()
+	h.srv.Log(ctx, "p", "t", []byte("panic: assignment to entry in nil map"))
+	h.srv.Log(ctx, "p", "t", []byte("an ordinary line"))
+	out := logs.String()
+	if !strings.Contains(out, `level=WARN msg=log program=p tool=t line="panic: assignment to entry in nil map"`) ||
+		!strings.Contains(out, `level=INFO msg=log program=p tool=t line="an ordinary line"`) {
+		t.Fatalf("log:\n%s", out)
 	}
 }

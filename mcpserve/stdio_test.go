@@ -209,7 +209,9 @@ func TestStdioOverLimitLine(t *testing.T) {
 		{"id beyond the cut", `{"jsonrpc":"2.0","method":"tools/call","params":{"arguments":{"pad":"`, `"}},"id":8}`, `null`},
 		{"only a nested id kept", `{"jsonrpc":"2.0","method":"tools/call","params":{"id":5,"arguments":{"pad":"`, `"}},"id":9}`, `null`},
 		{"two ids", `{"jsonrpc":"2.0","id":1,"id":2,"method":"tools/call","params":{"pad":"`, `"}}`, `null`},
-		{"id not an integer", `{"jsonrpc":"2.0","id":1.5,"method":"tools/call","params":{"pad":"`, `"}}`, `null`},
+		{"id not an integer", `{"jsonrpc":"2.0","id":1.5,"method":"tools/call","params":{"pad":"`, `"}}`, `1.5`},
+		{"id a long number", `{"jsonrpc":"2.0","id":123456789012345678901234567890,"method":"tools/call","params":{"pad":"`, `"}}`, `123456789012345678901234567890`},
+		{"id with escapes", `{"jsonrpc":"2.0","id":"\u0041\n","method":"tools/call","params":{"pad":"`, `"}}`, `"\u0041\n"`},
 		{"a batch", `[{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"pad":"`, `"}}]`, `null`},
 		{"a notification", `{"jsonrpc":"2.0","method":"notifications/progress","params":{"pad":"`, `"}}`, `null`},
 	}
@@ -281,3 +283,184 @@ func TestStdioGivesUpWhenStdoutBreaks(t *testing.T) {
 type brokenPipe struct{}
 
 func (brokenPipe) Write([]byte) (int, error) { return 0, io.ErrClosedPipe }
+
+// oddIDs are ids the SDK could not echo: it kept a number as an int64 (or
+// refused it, past a float64), and a string like berm's own tokens.
+var oddIDs = []string{`1e308`, `1e400`, `123456789012345678901234567890`, `1.5`, `-0`, `7E+2`, `"a\u0041"`, `"<&>"`, `"berm-id-1"`}
+
+// loopCall is a call of core_loop, which runs to its deadline.
+func loopCall(id string) string {
+	return `{"jsonrpc":"2.0","id":` + id + `,"method":"tools/call","params":{"name":"core_loop","arguments":{}}}`
+}
+
+// TestStdioEchoesIDs: every id comes back exactly as sent, its JSON text
+// (escapes and all), in results and in errors.
+func TestStdioEchoesIDs(t *testing.T) {
+	h := newHarness(t, runtime.Limits{}, nil)
+	h.deploy(t, "echo", "echo.wasm")
+	h.start(t)
+	var in strings.Builder
+	in.WriteString(stdioInit)
+	for i, id := range oddIDs {
+		fmt.Fprintf(&in, `{"jsonrpc":"2.0","id":%s,"method":"tools/call","params":{"name":"echo_echo","arguments":{"i":%d}}}`+"\n", id, i)
+	}
+	fmt.Fprintf(&in, `{"jsonrpc":"2.0","id":"\u00e9\n","method":"no/such"}`+"\n")
+	got := replies(t, runStdio(t, h.srv, context.Background(), strings.NewReader(in.String()), time.Second, nil))
+	for i, id := range oddIDs {
+		r, ok := got[id]
+		if !ok || r.Result == nil || len(r.Result.Content) != 1 || r.Result.Content[0].Text != fmt.Sprintf(`{"i":%d}`, i) {
+			t.Errorf("id %s: %+v (%v); replies %v", id, r, ok, keys(got))
+		}
+	}
+	if r, ok := got[`"\u00e9\n"`]; !ok || r.Error == nil || r.Error.Code != -32601 {
+		t.Errorf(`an error to id "\u00e9\n": %+v; replies %v`, r, keys(got))
+	}
+}
+
+// TestStdioDuplicateInFlight: a call whose id is that of a call in flight
+// is answered with an error (the SDK left it unanswered), whatever the
+// form of the number; the one in flight is answered as ever.
+func TestStdioDuplicateInFlight(t *testing.T) {
+	h := newHarness(t, runtime.Limits{Deadline: time.Second}, nil)
+	h.deploy(t, "core", "core.wasm")
+	h.start(t)
+	input := stdioInit + loopCall("7") + "\n" +
+		`{"jsonrpc":"2.0","id":7,"method":"ping"}` + "\n" +
+		`{"jsonrpc":"2.0","id":7.0,"method":"ping"}` + "\n" +
+		`{"jsonrpc":"2.0","id":"7","method":"ping"}` + "\n"
+	var lines []stdioMsg
+	for _, m := range runStdio(t, h.srv, context.Background(), strings.NewReader(input), time.Second, nil) {
+		if m.Method == "" {
+			lines = append(lines, m)
+		}
+	}
+	var dups, deadline, strs int
+	for _, m := range lines {
+		switch {
+		case string(m.ID) == `"7"` && m.Result != nil:
+			strs++ // another id: a string is not a number
+		case m.Error != nil && m.Error.Code == -32600 && (string(m.ID) == "7" || string(m.ID) == "7.0"):
+			dups++
+		case m.Error != nil && m.Error.Code == mcpserve.CodeDeadline && string(m.ID) == "7":
+			deadline++
+		}
+	}
+	if dups != 2 || deadline != 1 || strs != 1 || len(lines) != 5 {
+		t.Errorf("%d refused as in flight (want 2), %d deadline (want 1), %d string id (want 1), of %d responses: %+v", dups, deadline, strs, len(lines), lines)
+	}
+}
+
+// TestStdioCancelled: a call the client cancels gets no response (MCP: a
+// receiver should not respond; the SDK sent -32603) and stops, and the end
+// of input does not wait for it.
+func TestStdioCancelled(t *testing.T) {
+	h := newHarness(t, runtime.Limits{Deadline: time.Minute}, nil)
+	h.deploy(t, "core", "core.wasm")
+	h.start(t)
+	input := stdioInit + loopCall(`1e308`) + "\n" +
+		`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1e308,"reason":"no longer wanted"}}` + "\n" +
+		`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"never sent"}}` + "\n" +
+		`{"jsonrpc":"2.0","id":2,"method":"ping"}` + "\n"
+	start := time.Now()
+	got := replies(t, runStdio(t, h.srv, context.Background(), strings.NewReader(input), time.Minute, nil))
+	if _, ok := got[`1e308`]; ok {
+		t.Errorf("the cancelled call was answered: %+v", got[`1e308`])
+	}
+	if _, ok := got[`2`]; !ok || len(got) != 2 {
+		t.Errorf("replies %v, want those to 0 and 2", keys(got))
+	}
+	if took := time.Since(start); took > 30*time.Second {
+		t.Errorf("RunStdio took %v: the cancelled call ran on", took)
+	}
+}
+
+// TestStdioBatchOfCalls: the calls of a batch run concurrently, and the
+// batch is answered once, when the last is (a cancelled one not at all).
+func TestStdioBatchOfCalls(t *testing.T) {
+	h := newHarness(t, runtime.Limits{Deadline: time.Minute}, nil)
+	h.deploy(t, "core", "core.wasm")
+	h.deploy(t, "echo", "echo.wasm")
+	h.start(t)
+	inR, inW := io.Pipe()
+	var out lockedBuffer
+	done := make(chan error, 1)
+	go func() { done <- h.srv.RunStdio(context.Background(), inR, &out, time.Minute) }()
+	io.WriteString(inW, strings.Replace(stdioInit, legacy, "2025-03-26", 1))
+	io.WriteString(inW, `[`+loopCall(`"x"`)+`,{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"echo_echo","arguments":{}}}]`+"\n")
+	waitInFlight(h.srv)
+	io.WriteString(inW, `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"x"}}`+"\n")
+	inW.Close()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatalf("RunStdio did not return: the cancelled call ran on; wrote %s", out.String())
+	}
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	var batch []stdioMsg
+	if len(lines) != 2 || json.Unmarshal([]byte(lines[1]), &batch) != nil || len(batch) != 1 || string(batch[0].ID) != "2" {
+		t.Errorf("wrote %q, want the initialize response and a batch of the echo's alone", lines)
+	}
+}
+
+// pings is a batch of n pings, their ids from from on.
+func pings(from, n int) string {
+	var b []string
+	for i := range n {
+		b = append(b, fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"ping"}`, from+i))
+	}
+	return "[" + strings.Join(b, ",") + "]"
+}
+
+// TestStdioBatchBounded: a batch has at most 100 elements (-32600 naming the
+// bound past it: 1 MiB of tools/list asked for 317 MB of responses), and
+// the responses it holds until its last call is answered are bounded in
+// bytes (twice the result limit): a call's response past them is an error
+// naming the bound.
+func TestStdioBatchBounded(t *testing.T) {
+	h := newHarness(t, runtime.Limits{MaxResult: 64 << 10}, nil)
+	h.deploy(t, "echo", "echo.wasm")
+	h.start(t)
+	var calls []string
+	for i := range 4 {
+		calls = append(calls, fmt.Sprintf(`{"jsonrpc":"2.0","id":"c%d","method":"tools/call","params":{"name":"echo_echo","arguments":{"m":"%s"}}}`, i, strings.Repeat("x", 40<<10)))
+	}
+	input := strings.Replace(stdioInit, legacy, "2025-03-26", 1) + pings(1000, 100) + "\n" + pings(2000, 101) + "\n" + "[" + strings.Join(calls, ",") + "]\n"
+	var out lockedBuffer
+	if err := h.srv.RunStdio(context.Background(), strings.NewReader(input), &out, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	var hundred, over, answers bool
+	for _, line := range strings.Split(strings.TrimSpace(out.String()), "\n") {
+		var one stdioMsg
+		var batch []stdioMsg
+		switch {
+		case json.Unmarshal([]byte(line), &one) == nil:
+			if one.Error != nil {
+				if over = one.Error.Code == -32600 && strings.Contains(one.Error.Message, "100"); !over {
+					t.Errorf("an error: %.300s", line)
+				}
+			}
+		case json.Unmarshal([]byte(line), &batch) != nil:
+			t.Errorf("not JSON: %.300s", line)
+		case len(batch) == 100:
+			hundred = true
+		case len(batch) == 4:
+			answers = true
+			refused := 0
+			for _, a := range batch {
+				if a.Error != nil && a.Error.Code == -32600 && strings.Contains(a.Error.Message, "131072") {
+					refused++
+				}
+			}
+			if refused == 0 || len(line) > 160<<10 {
+				t.Errorf("a batch whose responses are 4 × 80 KiB: %d bytes, %d refused, want those past 128 KiB refused", len(line), refused)
+			}
+		}
+	}
+	if !hundred || !over || !answers {
+		t.Errorf("a batch of 100 answered %v, of 101 refused %v, of 4 calls answered %v; wrote %.500s", hundred, over, answers, out.String())
+	}
+}
