@@ -25,6 +25,7 @@ func Describe(w io.Writer) error {
 		})
 	}
 	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false) // descriptions are Markdown: & < > as written
 	enc.SetIndent("", "  ")
 	return enc.Encode(d)
 }

@@ -1,14 +1,21 @@
 package berm
 
 import (
+	"bytes"
 	"encoding/json"
+	"errors"
+	"io/fs"
+	"strings"
 	"sync/atomic"
+	"syscall"
 	"unsafe"
 )
 
 // Handle runs one tool call through fn: it decodes the arguments into an A,
 // and gives fn's result, or fails with its error's message. A string or
-// []byte result goes out as it is (text); any other is encoded as JSON.
+// []byte result goes out as it is (text); any other is encoded as JSON, as
+// json.Marshal does but for its HTML escaping: "Fish & Chips" reaches the
+// model as it is, not as "Fish \u0026 Chips".
 //
 // Call it from the tool's exported function, and Warm it from package
 // initialization:
@@ -25,7 +32,7 @@ func Handle[A, R any](fn func(A) (R, error)) {
 	}
 	r, err := fn(args)
 	if err != nil {
-		Fail(err.Error())
+		Fail(failure(err))
 		return
 	}
 	switch r := any(r).(type) {
@@ -34,13 +41,40 @@ func Handle[A, R any](fn func(A) (R, error)) {
 	case []byte:
 		Result(r)
 	default:
-		b, err := json.Marshal(r)
+		b, err := marshal(r)
 		if err != nil {
 			Fail("result: " + err.Error())
 			return
 		}
 		Result(b)
 	}
+}
+
+// failure is the message of a tool's error. A path outside every granted
+// directory fails in Go's os with EBADF ("stat /etc: Bad file number"), as
+// WASI has it: no descriptor to resolve it against. The model reads the
+// message, so it says what happened instead.
+func failure(err error) string {
+	var pe *fs.PathError
+	if errors.As(err, &pe) && errors.Is(pe.Err, syscall.EBADF) {
+		return strings.Replace(err.Error(), pe.Err.Error(), notGranted, 1)
+	}
+	return err.Error()
+}
+
+const notGranted = "not granted (outside the directories this deployment grants)"
+
+// marshal is json.Marshal without the escaping of &, < and > that makes
+// JSON safe inside HTML: a result is read by a model, which would see the
+// escapes, not the characters.
+func marshal(v any) ([]byte, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
 }
 
 // Warm does ahead what Handle(fn) otherwise does at the start of every call:
@@ -74,7 +108,7 @@ func Warm[A, R any](func(A) (R, error)) {
 	switch any(r).(type) {
 	case string, []byte:
 	default:
-		_, _ = json.Marshal(r)
+		_, _ = marshal(r)
 	}
 }
 

@@ -3,11 +3,21 @@
 package berm
 
 import (
+	"encoding/json"
 	"errors"
+	"fmt"
+	"io/fs"
 	"runtime"
 	"strconv"
+	"syscall"
 	"testing"
 )
+
+type dish struct {
+	Title string          `json:"title"`
+	Note  string          `json:"note"`
+	Raw   json.RawMessage `json:"raw"`
+}
 
 type point struct {
 	X int `json:"x"`
@@ -45,9 +55,31 @@ func TestHandle(t *testing.T) {
 			result: `{"n":1}`,
 		},
 		{
+			// A result reaches a model, not a web page: &, < and > stay as
+			// they are, not \u0026, \u003c and \u003e.
+			name: "json keeps HTML characters",
+			tool: func() {
+				Handle(func(struct{}) (dish, error) {
+					return dish{"Fish & Chips", "<b>hot</b>", json.RawMessage(`"a&b"`)}, nil
+				})
+			},
+			result: `{"title":"Fish & Chips","note":"<b>hot</b>","raw":"a&b"}`,
+		},
+		{
 			name:    "error",
 			tool:    func() { Handle(func(point) (string, error) { return "ignored", errors.New("x: out of range") }) },
 			failure: "x: out of range",
+		},
+		{
+			// A path outside every grant is EBADF under WASI: the model is
+			// told it was not granted, not "Bad file number".
+			name: "path not granted",
+			tool: func() {
+				Handle(func(struct{}) (string, error) {
+					return "", fmt.Errorf("reading config: %w", &fs.PathError{Op: "stat", Path: "/etc", Err: syscall.EBADF})
+				})
+			},
+			failure: "reading config: stat /etc: " + notGranted,
 		},
 		{
 			name:    "bad arguments",

@@ -87,7 +87,7 @@ func TestImage(t *testing.T) {
 	if got, want := result(rt, "list", `{}`), `{"notes":[{"id":2,"title":"Call Ada","tags":[]}]}`; got != want {
 		t.Errorf("list = %s, want %s", got, want)
 	}
-	if _, ok, _ := st.Get("notes", []byte("note/1")); ok {
+	if _, ok, _ := st.Get(t.Context(), "notes", []byte("note/1")); ok {
 		t.Error("delete left note/1 in the store")
 	}
 
@@ -113,5 +113,15 @@ func TestImage(t *testing.T) {
 	out, err = call(rt, "other", "list", `{}`)
 	if err != nil || string(out.Result) != `{"notes":[]}` {
 		t.Errorf("list as another program: %v, %q, %q", err, out.Result, out.Failure)
+	}
+
+	// A result reaches the model as the program wrote it: &, < and > are
+	// not escaped (\u0026, \u003c, \u003e) as in HTML.
+	if _, err := call(rt, "other", "add", `{"title":"Fish & Chips <hot>"}`); err != nil {
+		t.Fatal(err)
+	}
+	out, err = call(rt, "other", "list", `{}`)
+	if want := `{"notes":[{"id":1,"title":"Fish & Chips <hot>","tags":[]}]}`; err != nil || string(out.Result) != want {
+		t.Errorf("list of a title with & < > = %s, %v; want %s", out.Result, err, want)
 	}
 }

@@ -68,6 +68,8 @@ func TestImage(t *testing.T) {
 		{"search", `{"text":"Alpha\nbeta ALPHA\r\ngamma\nalphabet","query":"alpha","ignore_case":true,"max":2}`,
 			`{"matches":[{"line":1,"text":"Alpha"},{"line":2,"text":"beta ALPHA"}],"count":3,"truncated":true}`, ""},
 		{"search", `{"text":"a \"b\"\tc","query":"b"}`, `{"matches":[{"line":1,"text":"a \"b\"\tc"}],"count":1,"truncated":false}`, ""},
+		// The C SDK's strings keep &, < and > as they are: a model reads them.
+		{"search", `{"text":"Fish & Chips <b>","query":"&"}`, `{"matches":[{"line":1,"text":"Fish & Chips <b>"}],"count":1,"truncated":false}`, ""},
 		// A large text grows the memory past the module's first pages.
 		{"count", `{"text":"` + strings.Repeat("word ", 200000) + `"}`, `{"lines":1,"words":200000,"chars":1000000,"bytes":1000000}`, ""},
 	} {
