@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"time"
@@ -20,6 +21,9 @@ import (
 type buildOptions struct {
 	root string
 	json bool
+	// stderr hears what a build says as it goes (the Rust toolchain it
+	// took, when not the first found); nil discards it.
+	stderr io.Writer
 	// times, when set, receives where the time went (benchmarks).
 	times *buildTimes
 }
@@ -96,7 +100,7 @@ func newBuildCommand(e *env) *cli.Command {
 			if dir == "" {
 				dir = "."
 			}
-			return runBuild(ctx, e, buildOptions{root: cmd.String("root"), json: cmd.Bool("json")}, dir)
+			return runBuild(ctx, e, buildOptions{root: cmd.String("root"), json: cmd.Bool("json"), stderr: e.stderr}, dir)
 		},
 	}
 }
@@ -152,7 +156,11 @@ func buildProject(ctx context.Context, opts buildOptions, dir string) (buildOutp
 		}
 		module, payload, err = buildGoModule(ctx, abs, &times.goBuildTimes)
 	case "rust", "c":
-		module, payload, err = buildOtherModule(ctx, p, abs)
+		stderr := opts.stderr
+		if stderr == nil {
+			stderr = io.Discard
+		}
+		module, payload, err = buildOtherModule(ctx, stderr, p, abs)
 	default:
 		return buildOutput{}, fmt.Errorf("%s: lang %q: want \"go\", \"rust\" or \"c\"", p.path, p.Lang)
 	}
@@ -221,7 +229,7 @@ func checkImage(ctx context.Context, root, name string, image []byte) (*manifest
 
 // buildOtherModule builds a Rust or C program with the functions of
 // build_rust.go and build_c.go, and takes its manifest from berm.toml.
-func buildOtherModule(ctx context.Context, p *project, dir string) (module, payload []byte, err error) {
+func buildOtherModule(ctx context.Context, stderr io.Writer, p *project, dir string) (module, payload []byte, err error) {
 	payload, err = p.manifestPayload()
 	if err != nil {
 		return nil, nil, err
@@ -232,11 +240,12 @@ func buildOtherModule(ctx context.Context, p *project, dir string) (module, payl
 	}
 	defer os.RemoveAll(tmp)
 	out := filepath.Join(tmp, "raw.wasm")
-	build := buildRustModule
 	if p.Lang == "c" {
-		build = buildCModule
+		err = buildCModule(ctx, dir, out)
+	} else {
+		err = buildRustModule(ctx, stderr, dir, out)
 	}
-	if err := build(ctx, dir, out); err != nil {
+	if err != nil {
 		return nil, nil, err
 	}
 	module, err = os.ReadFile(out)

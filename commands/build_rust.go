@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -32,19 +33,32 @@ const rustHint = "install a Rust for " + rustTarget + ": on Debian or Ubuntu, ap
 // opt-level "s", LTO, panic=abort, strip="debuginfo"); berm adds only
 // --remap-path-prefix, so that the image does not carry the paths of this
 // machine in its panic messages (unless RUSTFLAGS is set, which replaces
-// it).
-func buildRustModule(ctx context.Context, dir, out string) error {
+// it). When the first rustc found has no wasm32 target, stderr gets one
+// line saying so and which toolchain builds instead.
+func buildRustModule(ctx context.Context, stderr io.Writer, dir, out string) error {
+	return buildRust(ctx, stderr, rustcCandidates(), dir, out)
+}
+
+// buildRust is buildRustModule with the first of rustcs (names or paths)
+// that has the target.
+func buildRust(ctx context.Context, w io.Writer, rustcs []string, dir, out string) error {
 	if !isFile(filepath.Join(dir, "Cargo.toml")) {
 		return withHint(fmt.Errorf("build: lang rust: no Cargo.toml in %s", dir),
 			"berm new NAME --lang rust makes a crate berm build can build")
 	}
-	rustc, err := findRustc()
+	rustc, without, err := findRustc(rustcs)
 	if err != nil {
 		return err
 	}
 	cargo, err := findCargo(rustc)
 	if err != nil {
 		return err
+	}
+	if len(without) > 0 {
+		// Otherwise a build that fails names a toolchain the user never
+		// chose (Debian's, older than rustup's on the PATH).
+		fmt.Fprintf(w, "berm: warning: build: %s has no %s standard library: building with %s and %s\n",
+			strings.Join(withVersions(without), ", "), rustTarget, withVersion(rustc), cargo)
 	}
 	var remap []string
 	if home, err := os.UserHomeDir(); err == nil && home != "" && home != "/" {
@@ -72,8 +86,12 @@ func buildRustModule(ctx context.Context, dir, out string) error {
 		if ctx.Err() != nil {
 			return fmt.Errorf("build: %s: %w", cargo, ctx.Err())
 		}
-		return fmt.Errorf("build: %s %s (RUSTC=%s): %v\n%s", cargo, strings.Join(args, " "), rustc, err,
+		err := fmt.Errorf("build: %s %s (RUSTC=%s): %v\n%s", cargo, strings.Join(args, " "), rustc, err,
 			strings.TrimSpace(stderr.String()))
+		if strings.Contains(stderr.String(), "lock file version") {
+			return withHint(err, "%s", lockFileHint(cargo, without))
+		}
+		return err
 	}
 	wasm, err := cargoArtifact(stdout.Bytes(), filepath.Join(dir, "Cargo.toml"))
 	if err != nil {
@@ -171,19 +189,33 @@ func sameFile(a, b string) bool {
 	return errA == nil && errB == nil && os.SameFile(sa, sb)
 }
 
-// findRustc returns the first rustc that has the wasm32-unknown-unknown
-// standard library.
-func findRustc() (string, error) {
-	var names []string
-	if r := os.Getenv("BERM_RUSTC"); r != "" {
-		names = []string{r}
-	} else {
-		names = []string{"rustc", "/usr/bin/rustc"}
-		if home, err := os.UserHomeDir(); err == nil {
-			names = append(names, filepath.Join(home, ".cargo", "bin", "rustc"))
-		}
+// lockFileHint is the way out of a Cargo.lock that cargo cannot read: one
+// written by a newer cargo, often that of the rustc on the PATH, which berm
+// passed over (without) for want of the target.
+func lockFileHint(cargo string, without []string) string {
+	hint := fmt.Sprintf("Cargo.lock was written by a newer cargo than %s: delete Cargo.lock, and this one writes its own", withVersion(cargo))
+	if len(without) > 0 {
+		hint += fmt.Sprintf("; or give the newer Rust (%s) the target, and berm builds with it: rustup target add %s", without[0], rustTarget)
 	}
-	var without []string
+	return hint
+}
+
+// rustcCandidates are the rustcs berm build tries, in order: $BERM_RUSTC
+// alone, or rustc on the PATH, /usr/bin/rustc and ~/.cargo/bin/rustc.
+func rustcCandidates() []string {
+	if r := os.Getenv("BERM_RUSTC"); r != "" {
+		return []string{r}
+	}
+	names := []string{"rustc", "/usr/bin/rustc"}
+	if home, err := os.UserHomeDir(); err == nil {
+		names = append(names, filepath.Join(home, ".cargo", "bin", "rustc"))
+	}
+	return names
+}
+
+// findRustc returns the first of names that has the wasm32-unknown-unknown
+// standard library, and those found before it without.
+func findRustc(names []string) (rustc string, without []string, err error) {
 	seen := map[string]bool{}
 	for _, name := range names {
 		path, err := exec.LookPath(name)
@@ -192,14 +224,32 @@ func findRustc() (string, error) {
 		}
 		seen[path] = true
 		if hasRustTarget(path) {
-			return path, nil
+			return path, without, nil
 		}
 		without = append(without, path)
 	}
 	if len(without) > 0 {
-		return "", withHint(fmt.Errorf("build: lang rust: no %s standard library for %s", rustTarget, strings.Join(without, ", ")), "%s", rustHint)
+		return "", nil, withHint(fmt.Errorf("build: lang rust: no %s standard library for %s", rustTarget, strings.Join(without, ", ")), "%s", rustHint)
 	}
-	return "", withHint(fmt.Errorf("build: lang rust: no rustc (%s)", strings.Join(names, ", ")), "%s", rustHint)
+	return "", nil, withHint(fmt.Errorf("build: lang rust: no rustc (%s)", strings.Join(names, ", ")), "%s", rustHint)
+}
+
+// withVersion is a tool's path and the version its --version says, when
+// it says: "/usr/bin/rustc (rustc 1.63.0)".
+func withVersion(path string) string {
+	out, err := exec.Command(path, "--version").Output()
+	if f := strings.Fields(string(out)); err == nil && len(f) >= 2 {
+		return fmt.Sprintf("%s (%s %s)", path, f[0], f[1])
+	}
+	return path
+}
+
+func withVersions(paths []string) []string {
+	out := make([]string, len(paths))
+	for i, p := range paths {
+		out[i] = withVersion(p)
+	}
+	return out
 }
 
 // hasRustTarget tells whether rustc has the standard library of the wasm32

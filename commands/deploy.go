@@ -18,11 +18,11 @@ import (
 )
 
 type deployOptions struct {
-	root      string
-	state     string // --state: "" for the directory root
-	example   string
-	json      bool
-	plainHTTP bool
+	root    string
+	state   string // --state: "" for the directory root
+	example string
+	json    bool
+	reg     registryOptions
 	// grants are the flags'; berm.toml's [sandbox] adds to them.
 	grants *sandbox.Grants
 	remote
@@ -94,15 +94,19 @@ from berm's own environment (--allow-env NAME) does the same.
 		Action: func(ctx context.Context, cmd *cli.Command) error {
 			if cmd.IsSet("example") && cmd.String("example") == "" {
 				// Not the same as no --example, which deploys berm.toml.
-				return usagef("--example needs a NAME")
+				return withHint(usagef("--example needs a NAME"), "%s", examplesHint())
+			}
+			reg, err := readRegistryFlags(cmd)
+			if err != nil {
+				return err
 			}
 			opts := deployOptions{
-				root:      cmd.String("root"),
-				state:     stateFlag(cmd),
-				example:   cmd.String("example"),
-				json:      cmd.Bool("json"),
-				plainHTTP: cmd.Bool("plain-http"),
-				remote:    readServerFlags(cmd),
+				root:    cmd.String("root"),
+				state:   stateFlag(cmd),
+				example: cmd.String("example"),
+				json:    cmd.Bool("json"),
+				reg:     reg,
+				remote:  readServerFlags(cmd),
 			}
 			grants, err := readGrantFlags(cmd, opts.server != "")
 			if err != nil {
@@ -131,7 +135,15 @@ func runDeploy(ctx context.Context, e *env, opts deployOptions, args []string) e
 	case opts.example == "" && len(args) == 0:
 		info, err = deployProject(ctx, e, opts)
 	default:
-		return usagef("deploy takes NAME FILE|REF, --example NAME [NAME], or nothing (berm.toml)")
+		err := usagef("deploy takes NAME FILE|REF, --example NAME [NAME], or nothing (berm.toml)")
+		switch {
+		case opts.example != "" || len(args) != 1:
+		case isFile(args[0]):
+			return withHint(err, "give the program its name first: berm deploy %s %s", nameFromFile(args[0]), args[0])
+		case isExample(args[0]):
+			return withHint(err, "%s is an example this binary carries: berm deploy --example %s", args[0], args[0])
+		}
+		return err
 	}
 	if err != nil {
 		return err
@@ -197,7 +209,7 @@ func deployArg(ctx context.Context, e *env, opts deployOptions, name, arg string
 		return service.Info{}, err
 	}
 	defer closeState(st)
-	rc, err := newRegistryClient(e, opts.plainHTTP)
+	rc, err := newRegistryClient(e, opts.reg)
 	if err != nil {
 		return service.Info{}, err
 	}
@@ -234,11 +246,21 @@ func deployProject(ctx context.Context, e *env, opts deployOptions) (service.Inf
 	if opts.server == "" {
 		return deployImage(ctx, opts, p.Name, image, p.Wasm, grants)
 	}
-	// Through a server, the module goes to berm.toml's image first.
+	// Through a server, the module goes to berm.toml's image first. What
+	// the server refuses whatever the image (no server there, a token it
+	// does not take) is found before the push, not after it: readProject
+	// checked the name.
 	if err := p.need("image"); err != nil {
 		return service.Info{}, err
 	}
-	rc, err := newRegistryClient(e, opts.plainHTTP)
+	client, err := opts.client()
+	if err != nil {
+		return service.Info{}, err
+	}
+	if _, err := client.List(ctx); err != nil {
+		return service.Info{}, fmt.Errorf("%w (nothing pushed to %s)", err, p.Image)
+	}
+	rc, err := newRegistryClient(e, opts.reg)
 	if err != nil {
 		return service.Info{}, err
 	}
@@ -247,10 +269,6 @@ func deployProject(ctx context.Context, e *env, opts deployOptions) (service.Inf
 		return service.Info{}, err
 	}
 	fmt.Fprintf(e.stderr, "berm: pushed %s; %s deploys it as %s\n", pinned(pushed), opts.server, p.Name)
-	client, err := opts.client()
-	if err != nil {
-		return service.Info{}, err
-	}
 	return client.DeployRef(ctx, p.Name, pinned(pushed), grants)
 }
 

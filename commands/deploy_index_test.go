@@ -17,8 +17,7 @@ func TestDeployRefusesLayerTheIndexDisagreesWith(t *testing.T) {
 	host := registrytest.Start(t, nil)
 	root, docker := t.TempDir(), t.TempDir()
 	ref := host + "/demo/echo:v1"
-	pushed := strings.Fields(run(t, bermEnv(t, t.TempDir(), docker, "push", ref, fixturePath("echo.wasm"))))
-	manifestDigest := pushed[1]
+	layer, manifestDigest := pushedDigests(t, run(t, bermEnv(t, t.TempDir(), docker, "push", ref, fixturePath("echo.wasm"))))
 
 	listed := indextest.Entry(host, "demo/echo", "echo", "Echoes.", "Echoes its arguments.")
 	listed.Digest = manifestDigest
@@ -43,7 +42,7 @@ func TestDeployRefusesLayerTheIndexDisagreesWith(t *testing.T) {
 	}
 
 	// The index agreeing, the deploy goes through.
-	listed.Layer = pushed[0]
+	listed.Layer = layer
 	files = indextest.Generate("ghcr.io", 10)
 	indextest.Add(files, listed)
 	indextest.Commit(t, dir, files)

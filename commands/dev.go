@@ -2,6 +2,8 @@ package commands
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -13,6 +15,8 @@ import (
 
 	"github.com/fsnotify/fsnotify"
 	"github.com/urfave/cli/v3"
+
+	"github.com/berm-dev/berm/runtime/sandbox"
 )
 
 type devOptions struct {
@@ -34,7 +38,9 @@ does, deploys it under berm.toml's name with berm.toml's grants, then watches
 DIR and rebuilds and redeploys on every change. A build that fails prints its
 error and keeps the last good deployment. A running berm serve (Claude Code's,
 say) serves each new deployment within a second and tells its clients
-(notifications/tools/list_changed). Ctrl-C ends it; the deployment stays.
+(notifications/tools/list_changed). A save that changes nothing a build
+reads (an editor's second write of the same bytes, a touch) is not built
+again. Ctrl-C ends it; the deployment stays.
 
    berm dev
    berm dev --server http://127.0.0.1:7777 ./notes   # the image is uploaded`,
@@ -78,7 +84,16 @@ func runDev(ctx context.Context, e *env, opts devOptions, dir string) error {
 	}
 	fmt.Fprintf(e.stderr, "berm dev: watching %s (ctrl-C ends)\n", dir)
 	var last, lastDigest string // what was deployed last (devCycle's key), and its digest
+	var built string            // the sources the last cycle built, or ""
 	cycle := func() {
+		// One save can reach here as two bursts of events (an editor
+		// that writes a file twice, or touches it after): a build of the
+		// same sources would only say again what the last one said.
+		src, ok := sources(dir, p.Wasm)
+		if ok && src == built {
+			return
+		}
+		built = src
 		if deployed, err := devCycle(ctx, e, opts, dir, last); err != nil {
 			if ctx.Err() == nil {
 				printError(e.stderr, err)
@@ -135,7 +150,7 @@ func devCycle(ctx context.Context, e *env, opts devOptions, dir, last string) (s
 	if err := p.need("name"); err != nil {
 		return "", err
 	}
-	built, err := buildProject(ctx, buildOptions{root: opts.root}, dir)
+	built, err := buildProject(ctx, buildOptions{root: opts.root, stderr: e.stderr}, dir)
 	if err != nil {
 		return "", err
 	}
@@ -155,6 +170,10 @@ func devCycle(ctx context.Context, e *env, opts devOptions, dir, last string) (s
 	if err != nil {
 		return "", err
 	}
+	var before *sandbox.Grants // what berm.toml does not grant, and the deployment did
+	if grants == nil {
+		before = deployedGrants(ctx, opts, p.Name)
+	}
 	info, err := deployImage(ctx, deployOptions{root: opts.root, state: opts.state, remote: opts.remote}, p.Name, image, built.Path, grants)
 	if err != nil {
 		return "", err
@@ -162,8 +181,158 @@ func devCycle(ctx context.Context, e *env, opts devOptions, dir, last string) (s
 	for _, w := range info.Warnings {
 		fmt.Fprintf(e.stderr, "berm: warning: %s\n", printable(w))
 	}
+	if before != nil && len(before.Lines()) > 0 {
+		// The warning above said they are dropped: berm dev deploys what
+		// berm.toml grants, and a deploy's flags live nowhere else.
+		fmt.Fprintf(e.stderr, "berm: hint: berm dev grants what %s grants, no more: to keep them, add these lines to it:\n%s\n",
+			p.path, indent(sandboxTOML(before, filepath.Dir(p.path), opts.server != ""), "    "))
+	}
 	fmt.Fprintf(e.stderr, "berm dev: deployed %s %s (%s) in %s\n", p.Name, info.Digest, strings.Join(built.Tools, ", "), time.Since(start).Round(time.Millisecond))
 	return deployed, nil
+}
+
+// deployedGrants are the grants of the deployment of name, or nil when
+// there is none or it cannot be read: only a hint depends on them.
+func deployedGrants(ctx context.Context, opts devOptions, name string) *sandbox.Grants {
+	client, err := opts.client()
+	if err != nil {
+		return nil
+	}
+	if client != nil {
+		list, err := client.List(ctx)
+		if err != nil {
+			return nil
+		}
+		for _, info := range list {
+			if info.Name == name {
+				return info.Grants
+			}
+		}
+		return nil
+	}
+	st, err := openState(ctx, opts.root, opts.state, existingRoot)
+	if err != nil || st == nil {
+		return nil
+	}
+	defer closeState(st)
+	d, err := st.Deployment(name)
+	if err != nil {
+		return nil
+	}
+	return d.Grants
+}
+
+// sandboxTOML is berm.toml's [sandbox] granting what g grants, each host
+// directory under dir (the project's) relative to it; a server's are its
+// own, absolute.
+func sandboxTOML(g *sandbox.Grants, dir string, remote bool) string {
+	var b strings.Builder
+	b.WriteString("[sandbox]\n")
+	list := func(key string, values []string) {
+		if len(values) == 0 {
+			return
+		}
+		quoted := make([]string, len(values))
+		for i, v := range values {
+			quoted[i] = tomlString(v)
+		}
+		fmt.Fprintf(&b, "%-11s = [%s]\n", key, strings.Join(quoted, ", "))
+	}
+	list("allow_hosts", g.Hosts)
+	var env []string
+	for _, e := range g.Env {
+		if e.Value != nil {
+			env = append(env, e.Name+"="+*e.Value)
+		} else {
+			env = append(env, e.Name)
+		}
+	}
+	list("env", env)
+	list("args", g.Args)
+	if g.Cwd != "" {
+		fmt.Fprintf(&b, "%-11s = %s\n", "initial_cwd", tomlString(g.Cwd))
+	}
+	for _, d := range g.Dirs {
+		host := d.Host
+		if rel, err := filepath.Rel(dir, host); !remote && err == nil && filepath.IsLocal(rel) {
+			host = "./" + filepath.ToSlash(rel)
+		}
+		perms := "read_only"
+		if d.Write {
+			perms = "read_write"
+		}
+		fmt.Fprintf(&b, "[[sandbox.preopens]]\nhost_path  = %s\nguest_path = %s\nperms      = %s\n",
+			tomlString(host), tomlString(d.Guest), tomlString(perms))
+	}
+	return b.String()
+}
+
+// tomlString is s as a TOML basic string, whose escapes are JSON's.
+func tomlString(s string) string {
+	var b strings.Builder
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(s) // a string always encodes
+	return strings.TrimSuffix(b.String(), "\n")
+}
+
+// maxSources bounds the bytes sources reads: past it a tree is built at
+// every change, as it would be without the check.
+const maxSources = 64 << 20
+
+// sources returns a digest of the files under dir that a change to is
+// relevant, their names and bytes, as watchTree and relevant see the tree;
+// ok is false when they could not be read or are over maxSources.
+func sources(dir, wasm string) (digest string, ok bool) {
+	h := sha256.New()
+	var total int64
+	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			if errors.Is(err, fs.ErrNotExist) {
+				return nil // gone while walked
+			}
+			return err
+		}
+		if d.IsDir() {
+			if path != dir && skipDir(d.Name()) {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if !relevant(dir, wasm, path) || !d.Type().IsRegular() && !isRegularLink(d, path) {
+			return nil // never a FIFO, which would block the read
+		}
+		b, err := os.ReadFile(path)
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if total += int64(len(b)); total > maxSources {
+			return errSourcesTooLarge
+		}
+		rel, _ := filepath.Rel(dir, path)
+		fmt.Fprintf(h, "%q %d\n", filepath.ToSlash(rel), len(b))
+		h.Write(b)
+		return nil
+	})
+	if err != nil {
+		return "", false
+	}
+	return hex.EncodeToString(h.Sum(nil)), true
+}
+
+var errSourcesTooLarge = errors.New("sources over maxSources")
+
+// isRegularLink reports whether d, at path, is a symbolic link to a regular
+// file, which a build reads through.
+func isRegularLink(d fs.DirEntry, path string) bool {
+	if d.Type()&fs.ModeSymlink == 0 {
+		return false
+	}
+	info, err := os.Stat(path)
+	return err == nil && info.Mode().IsRegular()
 }
 
 // watchTree watches dir and every directory under it, but hidden ones and

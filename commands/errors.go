@@ -62,23 +62,30 @@ var hostHints = []struct {
 
 // hints gives the fix for the errors whose fix does not depend on context.
 var hints = []struct {
-	err  error
+	err error
+	// also, when set, must be in the chain too.
+	also error
 	hint string
 }{
-	{store.ErrNotDeployed, "`berm ls` lists what is deployed (with --server, on that server)"},
-	{index.ErrLayer, "the registry and the index disagree on what this reference is: deploy nothing from it until its publisher or the index's maintainers say which is right"},
-	{sandbox.ErrGrant, "`berm deploy --help` shows every grant flag and its syntax"},
-	{runtime.ErrNoTool, "`berm inspect NAME` lists a program's tools"},
-	{runtime.ErrLimit, "raise the limit with --max-args or --max-result"},
-	{runtime.ErrArguments, "`berm inspect NAME` shows each tool's parameters"},
-	{runtime.ErrDeadline, "give the call more time with --timeout"},
-	{manifest.ErrProgramName, "a program name is 1 to 63 characters of a-z, 0-9 and '-', starting with a letter or digit"},
-	{manifest.ErrNoManifest, "a berm program carries its manifest in a .berm.abi custom section (see ABI.md)"},
-	{store.ErrDamaged, "deploy the program again to replace the damaged file"},
-	{registry.ErrUnauthorized, "log in first: echo \"$TOKEN\" | berm login --username NAME REGISTRY"},
-	{registry.ErrNotFound, "check the reference (host/repo:tag); berm push REF FILE publishes one"},
-	{control.ErrUnauthorized, "give the server's token with --token or BERM_TOKEN"},
-	{control.ErrUnreachable, "is berm serve running there? check --server, --context, BERM_SERVER and BERM_CONTEXT (berm context show says which one chose it)"},
+	{store.ErrNotDeployed, nil, "`berm ls` lists what is deployed (with --server, on that server)"},
+	{index.ErrLayer, nil, "the registry and the index disagree on what this reference is: deploy nothing from it until its publisher or the index's maintainers say which is right"},
+	{sandbox.ErrGrant, nil, "`berm deploy --help` shows every grant flag and its syntax"},
+	{runtime.ErrNoTool, nil, "`berm inspect NAME` lists a program's tools"},
+	{runtime.ErrLimit, runtime.ErrArguments, "send smaller arguments, or raise the limit with --max-args"},
+	{runtime.ErrLimit, nil, "raise the limit with --max-result"},
+	{manifest.ErrCostly, nil, "the tool's parameters schema is too costly to check for arguments like these: send them smaller or less deeply nested; `berm inspect NAME` shows the schema, which the program's author can simplify"},
+	{runtime.ErrArguments, nil, "`berm inspect NAME` shows each tool's parameters"},
+	{runtime.ErrDeadline, nil, "give the call more time with --timeout"},
+	{runtime.ErrOutOfMemory, nil, "give each instance more memory with --memory (berm run, berm serve), or have the program use less"},
+	{manifest.ErrProgramName, nil, "a program name is 1 to 63 characters of a-z, 0-9 and '-', starting with a letter or digit"},
+	{manifest.ErrNoManifest, nil, "a berm program carries its manifest in a .berm.abi custom section (see ABI.md)"},
+	{store.ErrDamaged, nil, "deploy the program again to replace the damaged file"},
+	{registry.ErrUnauthorized, nil, "log in first: echo \"$TOKEN\" | berm login --username NAME REGISTRY"},
+	{registry.ErrNotFound, nil, "check the reference (host/repo:tag); berm push REF FILE publishes one"},
+	{registry.ErrUnreachable, nil, "check the host and port the reference starts with (HOST[:PORT]/REPO:TAG), that a registry serves there, and the network between (HTTPS_PROXY is honored)"},
+	{registry.ErrSlow, nil, "on a link that is slow but sound, raise --registry-timeout or lower --registry-min-rate (0 turns either off)"},
+	{control.ErrUnauthorized, nil, "give the server's token with --token or BERM_TOKEN"},
+	{control.ErrUnreachable, nil, "is berm serve running there? check --server, --context, BERM_SERVER and BERM_CONTEXT (berm context show says which one chose it)"},
 }
 
 // printError prints err and its hint. An error may quote what a registry,
@@ -110,7 +117,7 @@ func hintFor(err error) string {
 		return "see `berm --help` or `berm COMMAND --help`"
 	}
 	for _, x := range hints {
-		if errors.Is(err, x.err) {
+		if errors.Is(err, x.err) && (x.also == nil || errors.Is(err, x.also)) {
 			return x.hint
 		}
 	}

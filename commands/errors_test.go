@@ -46,18 +46,26 @@ func TestHints(t *testing.T) {
 		err  error
 		hint string
 	}{
-		"no manifest":   {fmt.Errorf("deploy p: %w", manifest.ErrNoManifest), "a berm program carries"},
-		"usage":         {usagef("run takes NAME"), "see `berm --help`"},
-		"own hint":      {withHint(errors.New("x"), "do y"), "do y"},
-		"lost output":   {outputError{syscall.ENOSPC}, ""},
-		"no root":       {noRoot(), "give --root"},
-		"plain":         {errors.New("x"), ""},
-		"lost, wrapped": {fmt.Errorf("ls: %w", outputError{syscall.EPIPE}), ""},
+		"no manifest":    {fmt.Errorf("deploy p: %w", manifest.ErrNoManifest), "a berm program carries"},
+		"usage":          {usagef("run takes NAME"), "see `berm --help`"},
+		"own hint":       {withHint(errors.New("x"), "do y"), "do y"},
+		"lost output":    {outputError{syscall.ENOSPC}, ""},
+		"no root":        {noRoot(), "give --root"},
+		"plain":          {errors.New("x"), ""},
+		"lost, wrapped":  {fmt.Errorf("ls: %w", outputError{syscall.EPIPE}), ""},
+		"args too big":   {fmt.Errorf("p.t: %w: %w: 9 bytes", runtime.ErrArguments, runtime.ErrLimit), "raise the limit with --max-args"},
+		"result too big": {fmt.Errorf("p.t: %w: result of 9 bytes", runtime.ErrLimit), "raise the limit with --max-result"},
+		"out of memory":  {fmt.Errorf("p.t: %w: %w", runtime.ErrTrap, runtime.ErrOutOfMemory), "more memory with --memory"},
+		"other trap":     {fmt.Errorf("p.t: %w: wasm error: unreachable", runtime.ErrTrap), ""},
 	} {
 		t.Run(name, func(t *testing.T) {
 			got := hintFor(tc.err)
 			if (tc.hint == "") != (got == "") || !strings.Contains(got, tc.hint) {
 				t.Errorf("hint %q, want one with %q", got, tc.hint)
+			}
+			// A limit's hint names its own flag alone.
+			if strings.Contains(got, "--max-args") && strings.Contains(got, "--max-result") {
+				t.Errorf("hint %q names both limits", got)
 			}
 		})
 	}

@@ -12,10 +12,10 @@ import (
 )
 
 type inspectOptions struct {
-	root      string
-	state     string // --state: "" for the directory root
-	json      bool
-	plainHTTP bool
+	root  string
+	state string // --state: "" for the directory root
+	json  bool
+	reg   registryOptions
 	remote
 }
 
@@ -41,7 +41,11 @@ it carries berm's annotation), anything else is a deployed name.
 			if cmd.Args().Len() != 1 {
 				return usagef("inspect takes one FILE|NAME")
 			}
-			opts := inspectOptions{root: cmd.String("root"), state: stateFlag(cmd), json: cmd.Bool("json"), plainHTTP: cmd.Bool("plain-http"), remote: readServerFlags(cmd)}
+			reg, err := readRegistryFlags(cmd)
+			if err != nil {
+				return err
+			}
+			opts := inspectOptions{root: cmd.String("root"), state: stateFlag(cmd), json: cmd.Bool("json"), reg: reg, remote: readServerFlags(cmd)}
 			return runInspect(ctx, e, opts, cmd.Args().First())
 		},
 	}
@@ -74,7 +78,7 @@ func inspect(ctx context.Context, e *env, opts inspectOptions, arg string) (serv
 		return service.Details{}, err
 	}
 	defer closeState(st)
-	t, err := loadTarget(ctx, e, opts.root, st, arg, opts.plainHTTP)
+	t, err := loadTarget(ctx, e, opts.root, st, arg, opts.reg)
 	if err != nil {
 		return service.Details{}, err
 	}
@@ -95,7 +99,7 @@ func inspect(ctx context.Context, e *env, opts inspectOptions, arg string) (serv
 // inspectReference reads a registry image's manifest: from berm's
 // annotation without pulling the layer, or from the layer when there is none.
 func inspectReference(ctx context.Context, e *env, opts inspectOptions, ref string) (service.Details, error) {
-	c, err := newRegistryClient(e, opts.plainHTTP)
+	c, err := newRegistryClient(e, opts.reg)
 	if err != nil {
 		return service.Details{}, err
 	}

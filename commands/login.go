@@ -16,8 +16,8 @@ import (
 )
 
 type loginOptions struct {
-	username  string
-	plainHTTP bool
+	username string
+	reg      registryOptions
 }
 
 func newLoginCommand(e *env) *cli.Command {
@@ -37,7 +37,11 @@ and inspect find them, and so do docker and oras.
 			if cmd.Args().Len() != 1 {
 				return usagef("login takes one REGISTRY")
 			}
-			opts := loginOptions{username: cmd.String("username"), plainHTTP: cmd.Bool("plain-http")}
+			reg, err := readRegistryFlags(cmd)
+			if err != nil {
+				return err
+			}
+			opts := loginOptions{username: cmd.String("username"), reg: reg}
 			return runLogin(ctx, e, opts, cmd.Args().First())
 		},
 	}
@@ -54,7 +58,7 @@ func runLogin(ctx context.Context, e *env, opts loginOptions, reg string) error 
 	if password == "" {
 		return withHint(fmt.Errorf("login %s: no password on stdin", reg), "pipe it in: echo \"$TOKEN\" | berm login --username NAME %s", reg)
 	}
-	c, err := newRegistryClient(e, opts.plainHTTP)
+	c, err := newRegistryClient(e, opts.reg)
 	if err != nil {
 		return err
 	}
@@ -86,7 +90,7 @@ func newLogoutCommand(e *env) *cli.Command {
 }
 
 func runLogout(ctx context.Context, e *env, reg string) error {
-	c, err := newRegistryClient(e, false)
+	c, err := newRegistryClient(e, registryOptions{})
 	if err != nil {
 		return err
 	}

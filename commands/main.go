@@ -102,12 +102,17 @@ share; berm deploy, ls, rm, inspect, run and search take it too:
 		ErrWriter: e.stderr,
 		// Errors are printed and mapped to exit codes by Main, never here.
 		ExitErrHandler: func(context.Context, *cli.Command, error) {},
-		OnUsageError: func(_ context.Context, _ *cli.Command, err error, _ bool) error {
-			return usageError{err}
+		OnUsageError: func(_ context.Context, cmd *cli.Command, err error, _ bool) error {
+			return flagError(cmd, err)
 		},
 		Action: func(ctx context.Context, cmd *cli.Command) error {
 			if cmd.Args().Len() > 0 {
-				return usagef("unknown command %q", cmd.Args().First())
+				name := cmd.Args().First()
+				err := usagef("unknown command %q", name)
+				if s := suggestCommand(cmd, name); s != "" {
+					return withHint(err, "did you mean `berm %s`? `berm --help` lists the commands", s)
+				}
+				return withHint(err, "`berm --help` lists the commands")
 			}
 			return cli.ShowAppHelp(cmd)
 		},
@@ -133,12 +138,64 @@ share; berm deploy, ls, rm, inspect, run and search take it too:
 		},
 	}
 	for _, cmd := range root.Commands {
-		cmd.OnUsageError = root.OnUsageError
 		// A program may be named help or h: below the root, cli's help
 		// command would take those names from `berm rm h`. --help stays.
 		cmd.HideHelpCommand = true
 	}
+	_ = root.Walk(func(cmd *cli.Command) error {
+		if cmd == root {
+			return nil
+		}
+		cmd.OnUsageError = root.OnUsageError
+		if action := cmd.Action; action != nil {
+			cmd.Action = func(ctx context.Context, cmd *cli.Command) error {
+				return commandHint(cmd, action(ctx, cmd))
+			}
+		}
+		return nil
+	})
 	return root
+}
+
+// commandHint gives a usage error of cmd's that has no hint of its own the
+// command's help for one.
+func commandHint(cmd *cli.Command, err error) error {
+	var u usageError
+	var h errorWithHint
+	if err == nil || !errors.As(err, &u) || errors.As(err, &h) {
+		return err
+	}
+	return withHint(err, "see `%s --help`", cmd.FullName())
+}
+
+// flagError is a mistake in cmd's flags, with its fix: the flag meant when
+// one is near the one given, what a flag takes when it was given nothing,
+// else the command's help.
+func flagError(cmd *cli.Command, err error) error {
+	u := usageError{err}
+	help := "`" + cmd.FullName() + " --help` shows its flags"
+	msg := err.Error()
+	// cli's errors are the flag package's, which say only this much.
+	if name, ok := strings.CutPrefix(msg, "flag provided but not defined: "); ok {
+		if s := suggestFlag(cmd, strings.TrimLeft(name, "-")); s != "" {
+			return withHint(u, "did you mean %s? %s", s, help)
+		}
+	}
+	if name, ok := strings.CutPrefix(msg, "flag needs an argument: "); ok {
+		if h := flagValueHint(cmd, strings.TrimLeft(name, "-")); h != "" {
+			return withHint(u, "%s", h)
+		}
+	}
+	return withHint(u, "%s", help)
+}
+
+// flagValueHint says what flag of cmd takes, for one given no value, where
+// that is more than its help says; else "".
+func flagValueHint(cmd *cli.Command, flag string) string {
+	if cmd.Name == "deploy" && flag == "example" {
+		return examplesHint()
+	}
+	return ""
 }
 
 // outputWriter keeps the first error writing stdout, so that Main fails a

@@ -2,8 +2,10 @@ package commands
 
 import (
 	"context"
+	"fmt"
 	"path"
 	"strings"
+	"time"
 
 	"github.com/urfave/cli/v3"
 
@@ -17,13 +19,65 @@ import (
 func registryFlags() []cli.Flag {
 	return []cli.Flag{
 		&cli.BoolFlag{Name: "plain-http", Usage: "reach the registry over plain HTTP (loopback registries always are)"},
+		&cli.DurationFlag{Name: "registry-timeout", Value: registry.DefaultRequestTimeout,
+			Usage: "end a request to the registry that takes longer, its body and retries included (0: none)"},
+		&cli.StringFlag{Name: "registry-min-rate", Value: "4KiB/s",
+			Usage: fmt.Sprintf("end a transfer slower than `RATE` over %s, or a registry that answers nothing for %[1]s (0: none)", registry.DefaultMinRateWindow)},
 	}
+}
+
+// registryOptions are the values of registryFlags. timeout and minRate are
+// as registry.Config has them: zero the default, negative none, so that
+// the zero value is the defaults.
+type registryOptions struct {
+	plainHTTP bool
+	timeout   time.Duration
+	minRate   int64
+}
+
+func readRegistryFlags(cmd *cli.Command) (registryOptions, error) {
+	o := registryOptions{plainHTTP: cmd.Bool("plain-http"), timeout: cmd.Duration("registry-timeout")}
+	switch {
+	case o.timeout < 0:
+		return o, usagef("--registry-timeout %s: want a duration, or 0 for none", o.timeout)
+	case o.timeout == 0:
+		o.timeout = -1
+	}
+	rate, err := parseRate(cmd.String("registry-min-rate"))
+	if err != nil {
+		return o, usagef("--registry-min-rate: %v", err)
+	}
+	o.minRate = int64(rate)
+	if rate == 0 {
+		o.minRate = -1
+	}
+	return o, nil
+}
+
+// parseRate reads a rate in bytes a second: a size (parseSize) with an
+// optional "/s", as "4KiB/s" or "1MB".
+func parseRate(s string) (uint64, error) {
+	t := strings.TrimSpace(s)
+	if len(t) > 2 && strings.EqualFold(t[len(t)-2:], "/s") {
+		t = t[:len(t)-2]
+	}
+	n, err := parseSize(t)
+	if err != nil || n > 1<<62 {
+		return 0, fmt.Errorf("rate %q: want bytes a second with an optional unit, such as 4KiB/s, 1MB/s, or 0 for none", s)
+	}
+	return n, nil
+}
+
+// config is the registry client's configuration for o.
+func (o registryOptions) config() *registry.Config {
+	return &registry.Config{PlainHTTP: o.plainHTTP, UserAgent: "berm/" + binaryVersion(),
+		RequestTimeout: o.timeout, MinRate: o.minRate}
 }
 
 // newRegistryClient returns a registry client with Docker's credentials,
 // drawing progress on stderr only when it is a terminal.
-func newRegistryClient(e *env, plainHTTP bool) (*registry.Client, error) {
-	cfg := &registry.Config{PlainHTTP: plainHTTP, UserAgent: "berm/" + binaryVersion()}
+func newRegistryClient(e *env, o registryOptions) (*registry.Client, error) {
+	cfg := o.config()
 	if isTerminal(e.stderr) {
 		cfg.Progress = e.stderr
 	}
@@ -103,12 +157,16 @@ func nameFromReference(ref string) string {
 // on the server's host counts without a restart.
 type registryPuller struct {
 	plainHTTP bool
-	root      string
-	st        store.State
+	// timeout and minRate are readRegistryFlags's (zero: the defaults).
+	timeout time.Duration
+	minRate int64
+	root    string
+	st      store.State
 }
 
 func (p registryPuller) Pull(ctx context.Context, ref string) ([]byte, string, error) {
-	c, err := registry.New(&registry.Config{PlainHTTP: p.plainHTTP, UserAgent: "berm/" + binaryVersion()})
+	o := registryOptions{plainHTTP: p.plainHTTP, timeout: p.timeout, minRate: p.minRate}
+	c, err := registry.New(o.config())
 	if err != nil {
 		return nil, "", err
 	}

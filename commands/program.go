@@ -111,7 +111,7 @@ type target struct {
 // reference (pulled through the store; isReference), anything else a
 // deployed name. st is nil when the root does not exist: nothing is deployed
 // there. root is where the search index's pins are (pullThroughStore).
-func loadTarget(ctx context.Context, e *env, root string, st store.State, arg string, plainHTTP bool) (*target, error) {
+func loadTarget(ctx context.Context, e *env, root string, st store.State, arg string, reg registryOptions) (*target, error) {
 	if isPath(arg) {
 		image, err := readImageFile(arg)
 		if err != nil {
@@ -120,7 +120,7 @@ func loadTarget(ctx context.Context, e *env, root string, st store.State, arg st
 		return &target{name: nameFromFile(arg), image: image, source: arg}, nil
 	}
 	if isReference(arg) {
-		c, err := newRegistryClient(e, plainHTTP)
+		c, err := newRegistryClient(e, reg)
 		if err != nil {
 			return nil, err
 		}

@@ -20,7 +20,7 @@ type publishOptions struct {
 	root      string
 	dir       string
 	publisher string
-	plainHTTP bool
+	reg       registryOptions
 	// now stamps the line; nil means time.Now.
 	now func() time.Time
 }
@@ -55,11 +55,15 @@ the reference's newest line has already changes nothing. See docs/index.md.`,
 			if cmd.Args().Len() > 1 {
 				return usagef("publish takes one REF, or none (berm.toml's image)")
 			}
+			reg, err := readRegistryFlags(cmd)
+			if err != nil {
+				return err
+			}
 			opts := publishOptions{
 				root:      cmd.String("root"),
 				dir:       cmd.String("index"),
 				publisher: cmd.String("publisher"),
-				plainHTTP: cmd.Bool("plain-http"),
+				reg:       reg,
 			}
 			return runPublish(ctx, e, opts, cmd.Args().First())
 		},
@@ -98,7 +102,7 @@ func runPublish(ctx context.Context, e *env, opts publishOptions, ref string) er
 	if err != nil {
 		return err
 	}
-	entry, err := describeForIndex(ctx, e, ref, opts.plainHTTP)
+	entry, err := describeForIndex(ctx, e, ref, opts.reg)
 	if err != nil {
 		return err
 	}
@@ -151,8 +155,8 @@ func publishAuthor(dir, publisher string) (index.Author, error) {
 // line. It reads the layer, not berm's annotation: the annotation is the
 // pusher's claim and deploy reads the layer, so the line says what deploy
 // will run. Compiling is left to deploy.
-func describeForIndex(ctx context.Context, e *env, ref string, plainHTTP bool) (*index.Entry, error) {
-	rc, err := newRegistryClient(e, plainHTTP)
+func describeForIndex(ctx context.Context, e *env, ref string, reg registryOptions) (*index.Entry, error) {
+	rc, err := newRegistryClient(e, reg)
 	if err != nil {
 		return nil, err
 	}

@@ -55,8 +55,7 @@ func TestPublishThenSearch(t *testing.T) {
 	host := registrytest.Start(t, nil)
 	root, docker, home := t.TempDir(), t.TempDir(), t.TempDir()
 	ref := host + "/demo/echo:v1"
-	pushed := strings.Fields(run(t, bermEnv(t, root, docker, "push", ref, fixturePath("echo.wasm"))))
-	layer, manifestDigest := pushed[0], pushed[1]
+	layer, manifestDigest := pushedDigests(t, run(t, bermEnv(t, root, docker, "push", ref, fixturePath("echo.wasm"))))
 	dir, repo := publisherClone(t)
 	start := headCommit(t, repo).Hash
 

@@ -13,9 +13,9 @@ import (
 )
 
 type pushOptions struct {
-	plainHTTP bool
-	created   string
-	json      bool
+	reg     registryOptions
+	created string
+	json    bool
 }
 
 // pushOutput is what `berm push --json` prints.
@@ -33,10 +33,16 @@ func newPushCommand(e *env) *cli.Command {
 		Description: `Pushes FILE to REF as one OCI image whose single layer is the file's bytes
 (media type application/wasm; the CNCF TAG Runtime wasm layout), with berm's
 manifest in an annotation so that inspect reads it without pulling the layer.
-Prints the layer digest, which is the sha256 of the file, and the manifest
-digest. Pushing the same file to the same REF again gives the same manifest.
+Prints, labeled, the program's digest (the layer's: the sha256 of the file, as
+deploy and ls show it), the manifest's digest, and REF pinned to the manifest,
+which deploys exactly this push. Pushing the same file to the same REF again
+gives the same manifest.
 
-   berm push ghcr.io/org/example:v1 ./example.wasm
+   $ berm push ghcr.io/org/example:v1 ./example.wasm
+   digest    sha256:2c26b46b...   # sha256sum example.wasm
+   manifest  sha256:8f1e4f0b...
+   pinned    ghcr.io/org/example:v1@sha256:8f1e4f0b...
+
    berm push                      # berm.toml: wasm to image
    berm deploy example ghcr.io/org/example:v1
 
@@ -46,7 +52,11 @@ Credentials are Docker's (berm login, docker login and oras login all work).`,
 			&cli.BoolFlag{Name: "json", Usage: `print {"reference", "digest", "manifest_digest"}`},
 		}, registryFlags()...),
 		Action: func(ctx context.Context, cmd *cli.Command) error {
-			opts := pushOptions{plainHTTP: cmd.Bool("plain-http"), created: cmd.String("created"), json: cmd.Bool("json")}
+			reg, err := readRegistryFlags(cmd)
+			if err != nil {
+				return err
+			}
+			opts := pushOptions{reg: reg, created: cmd.String("created"), json: cmd.Bool("json")}
 			return runPush(ctx, e, opts, cmd.Args().Slice())
 		},
 	}
@@ -88,7 +98,7 @@ func runPush(ctx context.Context, e *env, opts pushOptions, args []string) error
 	if err != nil {
 		return err
 	}
-	c, err := newRegistryClient(e, opts.plainHTTP)
+	c, err := newRegistryClient(e, opts.reg)
 	if err != nil {
 		return err
 	}
@@ -99,6 +109,6 @@ func runPush(ctx context.Context, e *env, opts pushOptions, args []string) error
 	if opts.json {
 		return writeJSON(e, pushOutput{Reference: pushed.Reference, Digest: pushed.Digest, ManifestDigest: pushed.ManifestDigest})
 	}
-	fmt.Fprintf(e.stdout, "%s\n%s\n", pushed.Digest, pushed.ManifestDigest)
+	fmt.Fprintf(e.stdout, "digest    %s\nmanifest  %s\npinned    %s\n", pushed.Digest, pushed.ManifestDigest, pinned(pushed))
 	return nil
 }

@@ -50,6 +50,24 @@ func fails(t *testing.T, cmd *exec.Cmd, words ...string) string {
 	return string(out)
 }
 
+// pushedDigests reads what berm push printed: the layer's digest and the
+// manifest's.
+func pushedDigests(t *testing.T, out string) (layer, manifest string) {
+	t.Helper()
+	for _, line := range strings.Split(out, "\n") {
+		switch f := strings.Fields(line); {
+		case len(f) == 2 && f[0] == "digest":
+			layer = f[1]
+		case len(f) == 2 && f[0] == "manifest":
+			manifest = f[1]
+		}
+	}
+	if layer == "" || manifest == "" {
+		t.Fatalf("berm push printed %q: no digest and manifest lines", out)
+	}
+	return layer, manifest
+}
+
 func sha256File(t *testing.T, path string) string {
 	t.Helper()
 	b, err := os.ReadFile(path)
@@ -67,22 +85,23 @@ func TestPushDeployRun(t *testing.T) {
 	echo := fixturePath("echo.wasm")
 
 	out := run(t, bermEnv(t, root, docker, "push", ref, echo))
-	lines := strings.Fields(out)
-	if len(lines) != 2 || lines[0] != sha256File(t, echo) || !strings.HasPrefix(lines[1], "sha256:") {
-		t.Fatalf("push printed %q, want the file's sha256 and the manifest digest", out)
+	layer, manifestDigest := pushedDigests(t, out)
+	if want := "digest    " + layer + "\nmanifest  " + manifestDigest + "\npinned    " + ref + "@" + manifestDigest + "\n"; out != want ||
+		layer != sha256File(t, echo) || !strings.HasPrefix(manifestDigest, "sha256:") {
+		t.Fatalf("push printed %q, want the file's sha256, the manifest digest and the pinned reference, labeled", out)
 	}
 	// The same file to the same reference: the same manifest.
 	if again := run(t, bermEnv(t, root, docker, "push", ref, echo)); again != out {
 		t.Fatalf("second push printed %q, want %q", again, out)
 	}
 
-	if out := run(t, bermEnv(t, root, docker, "inspect", ref)); !strings.Contains(out, "A fixture that echoes") || !strings.Contains(out, "source:    "+ref+"@"+lines[1]) {
+	if out := run(t, bermEnv(t, root, docker, "inspect", ref)); !strings.Contains(out, "A fixture that echoes") || !strings.Contains(out, "source:    "+ref+"@"+manifestDigest) {
 		t.Fatalf("inspect REF:\n%s", out)
 	}
-	if out := run(t, bermEnv(t, root, docker, "deploy", "e", ref)); strings.TrimSpace(out) != lines[0] {
+	if out := run(t, bermEnv(t, root, docker, "deploy", "e", ref)); strings.TrimSpace(out) != layer {
 		t.Fatalf("deploy printed %q, want the layer digest", out)
 	}
-	if out := run(t, bermEnv(t, root, docker, "ls")); !strings.Contains(out, ref+"@"+lines[1]) {
+	if out := run(t, bermEnv(t, root, docker, "ls")); !strings.Contains(out, ref+"@"+manifestDigest) {
 		t.Fatalf("ls does not show the source:\n%s", out)
 	}
 	if out := run(t, bermEnv(t, root, docker, "run", "e", "echo", `{"via":"registry"}`)); out != `{"via":"registry"}` {
@@ -191,7 +210,7 @@ func TestProjectFile(t *testing.T) {
 
 	root := t.TempDir()
 	out := run(t, inProject(bermEnv(t, root, docker, "push")))
-	if !strings.HasPrefix(out, sha256File(t, filepath.Join(project, "example.wasm"))) {
+	if layer, _ := pushedDigests(t, out); layer != sha256File(t, filepath.Join(project, "example.wasm")) {
 		t.Fatalf("push from berm.toml: %s", out)
 	}
 	run(t, inProject(bermEnv(t, root, docker, "deploy")))

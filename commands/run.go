@@ -1,7 +1,10 @@
 package commands
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -9,16 +12,18 @@ import (
 	"strings"
 
 	"github.com/urfave/cli/v3"
+	"golang.org/x/term"
 
 	"github.com/berm-dev/berm/manifest"
+	"github.com/berm-dev/berm/runtime"
 	"github.com/berm-dev/berm/runtime/sandbox"
 	"github.com/berm-dev/berm/runtime/store"
 )
 
 type runOptions struct {
-	root      string
-	state     string // --state: "" for the directory root
-	plainHTTP bool
+	root  string
+	state string // --state: "" for the directory root
+	reg   registryOptions
 	// grants are the flags', for a FILE or REF; a deployed NAME runs with
 	// its deployment's.
 	grants *sandbox.Grants
@@ -52,7 +57,11 @@ runs it. A FILE or REF is granted nothing unless the grant flags say so:
 ` + exitCodesHelp,
 		Flags: append(append(limitFlags(), registryFlags()...), grantFlags()...),
 		Action: func(ctx context.Context, cmd *cli.Command) error {
-			opts := runOptions{root: cmd.String("root"), state: stateFlag(cmd), plainHTTP: cmd.Bool("plain-http"), limitOptions: readLimitFlags(cmd)}
+			reg, err := readRegistryFlags(cmd)
+			if err != nil {
+				return err
+			}
+			opts := runOptions{root: cmd.String("root"), state: stateFlag(cmd), reg: reg, limitOptions: readLimitFlags(cmd)}
 			grants, err := readGrantFlags(cmd, false)
 			if err != nil {
 				return err
@@ -95,7 +104,7 @@ func runRun(ctx context.Context, e *env, opts runOptions, args []string) error {
 		}
 	}
 	defer closeState(st)
-	t, err := loadTarget(ctx, e, opts.root, st, args[0], opts.plainHTTP)
+	t, err := loadTarget(ctx, e, opts.root, st, args[0], opts.reg)
 	if err != nil {
 		return err
 	}
@@ -141,9 +150,15 @@ func runRun(ctx context.Context, e *env, opts runOptions, args []string) error {
 	if err := deployCallees(ctx, rt, st, p.Manifest); err != nil {
 		return err
 	}
+	if len(args) == 3 && args[2] == "-" && len(callArgs) > limits.MaxArgs {
+		// Read from stdin no further than the limit: its real size is not
+		// known, only that it is over.
+		return fmt.Errorf("%s: %w: %w: more than %d bytes on stdin, limit %d bytes",
+			manifest.FullName(t.name, args[1]), runtime.ErrArguments, runtime.ErrLimit, limits.MaxArgs, limits.MaxArgs)
+	}
 	out, err := rt.Call(ctx, t.name, args[1], callArgs)
 	if err != nil {
-		return err
+		return callError(err, args[0], t.name, p.Manifest, args[1], callArgs)
 	}
 	if out.Failed {
 		return &programFailure{message: string(out.Failure)}
@@ -157,6 +172,101 @@ func runRun(ctx context.Context, e *env, opts runOptions, args []string) error {
 	return nil
 }
 
+// callError gives a call's error the fix for the program at hand: its
+// tools for a tool it does not have, what its arguments must be like, how to
+// see its parameters (arg is the program as the command line named it).
+func callError(err error, arg, name string, m *manifest.Manifest, tool string, args []byte) error {
+	inspect := "berm inspect " + shellWord(arg)
+	switch {
+	case errors.Is(err, runtime.ErrNoTool):
+		tools := fmt.Sprintf("%s has the tools %s", name, strings.Join(m.ToolNames(), ", "))
+		if s := suggestName(tool, m.ToolNames()); s != "" {
+			return withHint(err, "did you mean `berm run %s %s`? %s", shellWord(arg), s, tools)
+		}
+		return withHint(err, "%s", tools)
+	case errors.Is(err, manifest.ErrCostly):
+		return withHint(err, "the tool's parameters schema is too costly to check for arguments like these: send them smaller or less deeply nested; `%s` shows the schema, which the program's author can simplify", inspect)
+	case errors.Is(err, runtime.ErrLimit):
+		return err // errors.go's hint names the flag
+	case errors.Is(err, runtime.ErrArguments) && !isJSONObject(args):
+		return withHint(err, "ARGS must be a JSON object, its keys in double quotes, as in '%s'", exampleArgs(m.Tool(tool)))
+	case errors.Is(err, runtime.ErrArguments):
+		return withHint(err, "`%s` shows each tool's parameters", inspect)
+	}
+	return err
+}
+
+// isJSONObject reports whether b is one JSON object.
+func isJSONObject(b []byte) bool {
+	trimmed := bytes.TrimLeft(b, " \t\r\n")
+	return len(trimmed) > 0 && trimmed[0] == '{' && json.Valid(b)
+}
+
+// exampleArgs is a JSON object of one of t's parameters (its first required
+// one, or the first by name), with a value of its type: what a user who
+// wrote {name:"x"} or name=x meant.
+func exampleArgs(t *manifest.Tool) string {
+	if t == nil {
+		return "{}"
+	}
+	var schema struct {
+		Properties map[string]struct {
+			Type any `json:"type"`
+		} `json:"properties"`
+		Required []string `json:"required"`
+	}
+	if json.Unmarshal(t.Parameters, &schema) != nil || len(schema.Properties) == 0 {
+		return "{}"
+	}
+	// A name longer than a hint should quote (the image's, up to its
+	// schema's bound) is passed over.
+	usable := func(n string) bool { _, ok := schema.Properties[n]; return ok && n != "" && len(n) <= 64 }
+	name := ""
+	for _, r := range schema.Required {
+		if usable(r) {
+			name = r
+			break
+		}
+	}
+	if name == "" {
+		for n := range schema.Properties {
+			if usable(n) && (name == "" || n < name) {
+				name = n
+			}
+		}
+	}
+	if name == "" {
+		return "{}"
+	}
+	typ := schema.Properties[name].Type
+	if types, ok := typ.([]any); ok && len(types) > 0 {
+		typ = types[0]
+	}
+	value := `"x"`
+	switch typ {
+	case "integer", "number":
+		value = "1"
+	case "boolean":
+		value = "true"
+	case "array":
+		value = "[]"
+	case "object":
+		value = "{}"
+	}
+	key, _ := json.Marshal(name)
+	return "{" + string(key) + ":" + value + "}"
+}
+
+// shellWord is s as one word of a shell command, quoted when it needs to be.
+func shellWord(s string) string {
+	if s != "" && strings.IndexFunc(s, func(r rune) bool {
+		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("-_./:@%+=,", r))
+	}) < 0 {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
 // missingTool explains `berm run NAME` without a tool: the program's tools,
 // or, for a served name such as hello_greet, how to spell it here.
 func missingTool(ctx context.Context, e *env, opts runOptions, arg string) error {
@@ -166,7 +276,7 @@ func missingTool(ctx context.Context, e *env, opts runOptions, arg string) error
 		return err
 	}
 	defer closeState(st)
-	if t, lerr := loadTarget(ctx, e, opts.root, st, arg, opts.plainHTTP); lerr == nil {
+	if t, lerr := loadTarget(ctx, e, opts.root, st, arg, opts.reg); lerr == nil {
 		if m, merr := manifest.Read(t.image); merr == nil {
 			return withHint(err, "%s has the tools %s", t.name, strings.Join(m.ToolNames(), ", "))
 		}
@@ -197,15 +307,13 @@ func stderrLogger(e *env) *slog.Logger {
 	}))
 }
 
-// isTerminal reports whether w is a terminal, where output should end a line.
+// isTerminal reports whether w is a terminal, where output should end a
+// line. Not every character device is one: output to /dev/null or a serial
+// port stays byte for byte.
 func isTerminal(w io.Writer) bool {
 	if o, ok := w.(*outputWriter); ok {
 		w = o.w
 	}
 	f, ok := w.(*os.File)
-	if !ok {
-		return false
-	}
-	info, err := f.Stat()
-	return err == nil && info.Mode()&os.ModeCharDevice != 0
+	return ok && term.IsTerminal(int(f.Fd()))
 }

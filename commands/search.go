@@ -18,9 +18,16 @@ import (
 	"github.com/berm-dev/berm/runtime/store"
 )
 
-// maxWarnings is how many skipped lines of an index a search names; past
-// it, it counts them.
+// maxWarnings is how many skipped lines of an index a search names (the
+// index keeps index.MaxWarnings); past it, it counts them.
 const maxWarnings = 5
+
+// searchWait is how long a search of an index it has a clone of waits for
+// the index's fetch before it searches the clone, saying so: an index's
+// server that trickles would hold it up to index.FetchTimeout, and every
+// search behind it. --refresh waits for the fetch; a first clone is waited
+// for whatever this says.
+const searchWait = 5 * time.Second
 
 type searchOptions struct {
 	root    string
@@ -54,13 +61,19 @@ nothing checks it. A program deployed here is marked with its name.
 The index is cloned into the root (index/) on first use, with no git binary,
 and fetched again when the clone is over 5 minutes old, or with --refresh.
 When it cannot be reached, the last clone is searched and stderr says so,
-with its age. The index is --index, else BERM_INDEX, else config.toml's
-index (berm config set index URL). No match exits 0 with a note on stderr.
+with its age; so it is when its server answers nothing, or sends less than
+4KiB/s, for 20 s, or takes over 15 minutes for a request or for the whole
+fetch (index too slow), and when the fetch has not ended within 5 s (index
+not fetched in time: berm search stops it, and a server lets it go on for
+its next searches). --refresh waits for the fetch, up to its 15 minutes, as
+a first clone is waited for.
+The index is --index, else BERM_INDEX, else config.toml's index (berm config
+set index URL). No match exits 0 with a note on stderr.
 See docs/index.md for the index's format.`,
 		Flags: append([]cli.Flag{
 			&cli.StringFlag{Name: "index", Usage: "search the index at `URL` (https://, file:// or a path)", Sources: cli.EnvVars("BERM_INDEX")},
 			&cli.BoolFlag{Name: "json", Usage: "print an array, best first: each line's fields, score and deployed (name or null)"},
-			&cli.BoolFlag{Name: "refresh", Usage: "fetch the index whatever the clone's age"},
+			&cli.BoolFlag{Name: "refresh", Usage: "fetch the index whatever the clone's age, and wait for the fetch (up to 15 minutes)"},
 			&cli.IntFlag{Name: "limit", Usage: "print at most `N` programs", Value: 10},
 		}, serverFlags()...),
 		Action: func(ctx context.Context, cmd *cli.Command) error {
@@ -112,6 +125,9 @@ func runSearch(ctx context.Context, e *env, opts searchOptions, query string) er
 		fmt.Fprintf(e.stderr, "berm: warning: %s; searching the clone fetched %s ago\n",
 			printable(r.Offline), age(time.Since(r.Fetched)))
 	}
+	if r.Fetching && !opts.refresh {
+		fmt.Fprintf(e.stderr, "berm: hint: berm search --refresh waits for the fetch (up to %s)\n", minutes(index.FetchTimeout))
+	}
 	if len(r.Results) == 0 {
 		fmt.Fprintf(e.stderr, "berm: no program in %s matches %q\n", printable(r.Index), query)
 	}
@@ -146,7 +162,24 @@ func searchLocal(ctx context.Context, opts searchOptions, query string) (control
 		return control.SearchResponse{}, err
 	}
 	defer closeState(st)
-	return searchIndex(ctx, opts.root, url, query, opts.limit, &index.Options{Refresh: opts.refresh, Now: opts.now}, st)
+	return searchIndex(ctx, opts.root, url, query, opts.limit, &index.Options{Refresh: opts.refresh, Now: opts.now, Wait: searchWaitFor(ctx, opts.refresh)}, st)
+}
+
+// searchWaitFor is how long a search waits for the fetch of an index it has
+// a clone of (index.Options.Wait): searchWait, or with refresh until the
+// fetch ends; never past half of what is left of ctx's deadline (a call's
+// under serve), so that the clone's answer still makes it.
+func searchWaitFor(ctx context.Context, refresh bool) time.Duration {
+	wait := searchWait
+	if refresh {
+		wait = 0
+	}
+	if d, ok := ctx.Deadline(); ok {
+		if left := time.Until(d) / 2; wait == 0 || left < wait {
+			wait = max(left, time.Millisecond)
+		}
+	}
+	return wait
 }
 
 // serverSearch is the search a server offers (GET /v1/search, and the
@@ -165,7 +198,9 @@ func serverSearch(root, url string, st store.State) mcpserve.SearchFunc {
 		if u == "" {
 			return control.SearchResponse{}, fmt.Errorf("%w on the server: berm config set index URL, with the server's root", errNoIndex)
 		}
-		return searchIndex(ctx, root, u, query, limit, &index.Options{Refresh: refresh}, st)
+		// A fetch the search stops waiting for goes on in the server, for
+		// the searches after it.
+		return searchIndex(ctx, root, u, query, limit, &index.Options{Refresh: refresh, Wait: searchWaitFor(ctx, refresh), Detach: true}, st)
 	}
 }
 
@@ -174,6 +209,14 @@ func serverSearch(root, url string, st store.State) mcpserve.SearchFunc {
 // /v1/search answers with, too.
 func searchIndex(ctx context.Context, root, url, query string, limit int, iopts *index.Options, st store.State) (control.SearchResponse, error) {
 	ix, err := index.Open(ctx, root, url, iopts)
+	if errors.Is(err, index.ErrSlow) {
+		// No flag moves the bounds: they cut only a server that all but
+		// stopped, and a clone made by git is searched with none.
+		return control.SearchResponse{}, withHint(err, "the index's server sends too little or nothing: try again later, or clone it with git (git clone %s DIR) and search the clone with --index DIR", url)
+	}
+	if errors.Is(err, index.ErrBound) {
+		return control.SearchResponse{}, withHint(err, "the index holds more than berm reads (docs/index.md, Bounds): its maintainers must remove what is past the bound")
+	}
 	if err != nil {
 		return control.SearchResponse{}, withHint(err, "check the index's URL (--index, BERM_INDEX or `berm config get index`) and the network")
 	}
@@ -185,9 +228,10 @@ func searchIndex(ctx context.Context, root, url, query string, limit int, iopts 
 	if err != nil {
 		return control.SearchResponse{}, err
 	}
-	r := control.SearchResponse{Index: ix.URL, Commit: ix.Commit, Fetched: ix.Fetched, Skipped: len(ix.Warnings), Results: []control.SearchResult{}}
+	r := control.SearchResponse{Index: ix.URL, Commit: ix.Commit, Fetched: ix.Fetched, Skipped: ix.Skipped, Results: []control.SearchResult{}}
 	if ix.Offline != nil {
 		r.Offline = ix.Offline.Error()
+		r.Fetching = errors.Is(ix.Offline, index.ErrFetching)
 	}
 	for i, w := range ix.Warnings {
 		if i == maxWarnings {
@@ -297,6 +341,9 @@ func age(d time.Duration) string {
 	}
 	return plural(int(d.Hours()/24), "day")
 }
+
+// minutes is a bound of whole minutes as a person reads it: "15 minutes".
+func minutes(d time.Duration) string { return plural(int(d.Minutes()), "minute") }
 
 func plural(n int, unit string) string {
 	if n == 1 {

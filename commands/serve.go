@@ -9,6 +9,7 @@ import (
 	"net"
 	"os"
 	"runtime/debug"
+	"strings"
 	"sync"
 	"time"
 
@@ -28,13 +29,15 @@ type serveOptions struct {
 	http          mcpserve.HTTPConfig
 	toolNames     string
 	maxConcurrent int
+	maxWaiting    int
 	logFormat     string
-	logLevel      string // "" takes the transport's default
-	plainHTTP     bool
+	logLevel      string          // "" takes the transport's default
+	reg           registryOptions // the control API's pulls
 	// catalog offers models berm_search over the server's index.
 	catalog bool
 	limitOptions
 	totalMemory string
+	bodyMemory  string // --max-body-memory
 }
 
 func newServeCommand(e *env) *cli.Command {
@@ -58,10 +61,19 @@ every request then needs "Authorization: Bearer <token>". On loopback only
 loopback names may appear in Host (DNS rebinding); behind a reverse proxy that
 passes the client's Host, name it with --allowed-host. Bodies, responses and
 sessions are bounded (--read-timeout, --write-timeout, --max-sessions,
---session-idle). Logs go to stderr; with --stdio, stdout carries nothing but
-the protocol, and the log level defaults to warn, since Claude Code labels
-every stderr line of a stdio server an error. Each call's log line has a
-request_id, which the call's result also carries in _meta (berm/request_id).
+--max-sessions-per-client, --session-idle): a server at --max-sessions ends
+an idle session for a new one, first one that never went past initialize,
+of the client holding the most sessions, so a flood of initialize requests
+replaces its own sessions and cannot lock other clients out. --stdio serves
+no HTTP, and refuses these flags beside it.
+
+Every response carries its request's id exactly as the client sent it (1e308
+stays 1e308); a request whose id is that of one in flight is refused, and a
+call the client cancels stops and gets no response. Logs go to stderr; with
+--stdio, stdout carries nothing but the protocol, and the log level defaults
+to warn, since Claude Code labels every stderr line of a stdio server an
+error. Each call's log line has a request_id, which the call's result also
+carries in _meta (berm/request_id).
 
 Replicas: with --state postgres://... (or BERM_STATE) every berm serve that
 names the same database serves the same programs and data, and sees a deploy
@@ -75,7 +87,9 @@ a schema from a newer berm) is an error at once.
 Behind a balancer without sticky sessions, add --stateless: each request
 stands alone, so any replica answers it; clients keep tools/list, tools/call
 and resources but get no notifications/tools/list_changed (they see a change
-at their next tools/list) and no GET stream.
+at their next tools/list) and no GET stream, and a level that
+logging/setLevel takes applies to its own request alone: a call's log
+messages come at info and above.
 
    berm serve --state postgres://berm@db/berm --addr 0.0.0.0:7777 --token "$BERM_TOKEN" --stateless
 
@@ -99,13 +113,16 @@ flags and --root.`,
 			&cli.StringSliceFlag{Name: "allowed-host", Usage: "a `NAME` besides loopback that Host and Origin may carry, for a reverse proxy (repeatable; beyond loopback, any Host unless given)"},
 			&cli.DurationFlag{Name: "read-timeout", Value: mcpserve.DefaultReadTimeout, Usage: "time a request has to send its body"},
 			&cli.DurationFlag{Name: "write-timeout", Value: mcpserve.DefaultWriteTimeout, Usage: "time each write of a response (a result, an event of a stream) has to reach the client"},
-			&cli.IntFlag{Name: "max-sessions", Value: mcpserve.DefaultMaxSessions, Usage: "MCP sessions held at once; past it a new one is refused (503)"},
+			&cli.IntFlag{Name: "max-sessions", Value: mcpserve.DefaultMaxSessions, Usage: "MCP sessions held at once; past it a new one ends an idle one (of the client holding the most, the least recently used), and is refused (503) only when every session has a request in flight"},
+			&cli.IntFlag{Name: "max-sessions-per-client", Usage: "MCP sessions one client holds at once; past it its new one ends its own least recently used idle one. A client is a remote address (IPv6 by /64); every loopback address is one client, which this does not bound, and so is every client behind one proxy. 0: no bound but a client's share of --max-sessions"},
 			&cli.DurationFlag{Name: "session-idle", Value: mcpserve.DefaultSessionIdle, Usage: "an MCP session without a request for this long ends"},
 			&cli.BoolFlag{Name: "stateless", Usage: "serve MCP without sessions, so that replicas behind a balancer need no sticky sessions; clients then get no list_changed (they see changes at their next tools/list)"},
 			&cli.BoolFlag{Name: "metrics", Usage: "serve Prometheus metrics at GET /metrics (under the same token and Host rules as every route)"},
 			&cli.BoolFlag{Name: "catalog", Usage: "offer models the read-only tool berm_search over the index of the server's root (berm config set index URL); it deploys nothing"},
 			&cli.StringFlag{Name: "tool-names", Value: "underscore", Usage: "underscore serves {program}_{tool}; dotted serves {program}.{tool}, for clients that accept dots"},
 			&cli.IntFlag{Name: "max-concurrent", Value: mcpserve.DefaultMaxConcurrent, Usage: "calls that run at once; past it calls wait"},
+			&cli.IntFlag{Name: "max-waiting", Usage: "calls that wait past --max-concurrent, each at most its deadline; past it a call is refused at once (-32013), and an HTTP session may have a quarter of them waiting. 0: 4 × --max-concurrent"},
+			&cli.StringFlag{Name: "max-body-memory", Value: "0", Usage: "bytes of HTTP request bodies held at once (MCP messages and uploads); past it a request gets 503 with Retry-After. 0: twice the larger of the image limit and --max-args + 64KiB"},
 			&cli.StringFlag{Name: "log-format", Value: "text", Usage: "text or json"},
 			&cli.StringFlag{Name: "log-level", Usage: "debug, info, warn or error (default: info over HTTP; warn with --stdio, since Claude Code labels a stdio server's stderr lines as errors)"},
 			&cli.StringFlag{Name: "total-memory", Value: "0", Usage: "memory of all instances at once (64MiB, 8GiB); 0 leaves it at --max-concurrent × (call depth+1) × --memory"},
@@ -113,6 +130,15 @@ flags and --root.`,
 		Action: func(ctx context.Context, cmd *cli.Command) error {
 			if cmd.Args().Len() > 0 {
 				return usagef("serve takes no arguments")
+			}
+			if cmd.Bool("stdio") {
+				if err := refuseHTTPFlags(cmd); err != nil {
+					return err
+				}
+			}
+			reg, err := readRegistryFlags(cmd)
+			if err != nil {
+				return err
 			}
 			opts := serveOptions{
 				root:  cmd.String("root"),
@@ -124,20 +150,23 @@ flags and --root.`,
 					TLSCert: cmd.String("tls-cert"),
 					TLSKey:  cmd.String("tls-key"),
 
-					AllowedHosts: cmd.StringSlice("allowed-host"),
-					ReadTimeout:  cmd.Duration("read-timeout"),
-					WriteTimeout: cmd.Duration("write-timeout"),
-					MaxSessions:  int(cmd.Int("max-sessions")),
-					SessionIdle:  cmd.Duration("session-idle"),
-					Metrics:      cmd.Bool("metrics"),
-					Stateless:    cmd.Bool("stateless"),
+					AllowedHosts:         cmd.StringSlice("allowed-host"),
+					ReadTimeout:          cmd.Duration("read-timeout"),
+					WriteTimeout:         cmd.Duration("write-timeout"),
+					MaxSessions:          int(cmd.Int("max-sessions")),
+					MaxSessionsPerClient: int(cmd.Int("max-sessions-per-client")),
+					SessionIdle:          cmd.Duration("session-idle"),
+					Metrics:              cmd.Bool("metrics"),
+					Stateless:            cmd.Bool("stateless"),
 				},
 				catalog:       cmd.Bool("catalog"),
 				toolNames:     cmd.String("tool-names"),
 				maxConcurrent: int(cmd.Int("max-concurrent")),
+				maxWaiting:    int(cmd.Int("max-waiting")),
+				bodyMemory:    cmd.String("max-body-memory"),
 				logFormat:     cmd.String("log-format"),
 				logLevel:      cmd.String("log-level"),
-				plainHTTP:     cmd.Bool("plain-http"),
+				reg:           reg,
 				limitOptions:  readLimitFlags(cmd),
 				totalMemory:   cmd.String("total-memory"),
 			}
@@ -184,6 +213,20 @@ func runServe(ctx context.Context, e *env, opts serveOptions) error {
 	if opts.maxConcurrent <= 0 {
 		return usagef("--max-concurrent %d: want 1 or more", opts.maxConcurrent)
 	}
+	if opts.maxWaiting < 0 {
+		return usagef("--max-waiting %d: want 0 (4 × --max-concurrent) or more", opts.maxWaiting)
+	}
+	bodyMemory, err := parseSize(opts.bodyMemory)
+	if err != nil {
+		return usagef("--max-body-memory: %v", err)
+	}
+	// Checked here too, so that a wrong flag fails before anything loads.
+	opts.http.MaxBody = int64(limits.MaxArgs) + 64<<10
+	if most := max(runtime.DefaultMaxImage, opts.http.MaxBody); bodyMemory != 0 && bodyMemory < uint64(most) {
+		return usagef("--max-body-memory %s: %v (%d bytes: an image, or --max-args and 64 KiB): raise it, or lower --max-args",
+			opts.bodyMemory, mcpserve.ErrBodyMemory, most)
+	}
+	opts.http.MaxBodyMemory = int64(bodyMemory)
 	for _, d := range []struct {
 		flag  string
 		value time.Duration
@@ -194,6 +237,9 @@ func runServe(ctx context.Context, e *env, opts serveOptions) error {
 	}
 	if opts.http.MaxSessions <= 0 {
 		return usagef("--max-sessions %d: want 1 or more", opts.http.MaxSessions)
+	}
+	if opts.http.MaxSessionsPerClient < 0 {
+		return usagef("--max-sessions-per-client %d: want 0 (no bound but a client's share of --max-sessions) or more", opts.http.MaxSessionsPerClient)
 	}
 	level, err := logLevel(opts.logLevel, opts.stdio)
 	if err != nil {
@@ -215,6 +261,21 @@ func runServe(ctx context.Context, e *env, opts serveOptions) error {
 		return withHint(fmt.Errorf("serve on %s: %w", opts.http.Addr, mcpserve.ErrNeedsToken),
 			"give --token (or BERM_TOKEN), or listen on loopback (127.0.0.1)")
 	}
+	// The address is taken before anything loads (the database, the
+	// programs), so that a busy one fails at once and says who holds it.
+	served := false // the listener handed to RunHTTP, which closes it
+	if !opts.stdio {
+		ln, err := mcpserve.Listen(opts.http.Addr)
+		if err != nil {
+			return listenError(opts.http.Addr, err)
+		}
+		opts.http.Listener = ln
+		defer func() {
+			if !served {
+				ln.Close()
+			}
+		}()
+	}
 	st, hold, err := openServeState(ctx, &opts, logger)
 	if err != nil && ctx.Err() != nil {
 		// Stopped while waiting for the database: a stop, not a failure.
@@ -228,7 +289,7 @@ func runServe(ctx context.Context, e *env, opts serveOptions) error {
 	defer st.Close()
 	if hold != nil {
 		defer func() {
-			if opts.http.Listener == nil { // not handed over to RunHTTP
+			if !served {
 				hold.Close()
 			}
 		}()
@@ -268,11 +329,12 @@ func runServe(ctx context.Context, e *env, opts serveOptions) error {
 	}
 	svc := service.New(rt, st, sopts)
 	mopts := &mcpserve.Options{
-		Puller:        registryPuller{plainHTTP: opts.plainHTTP, root: opts.root, st: st},
+		Puller:        registryPuller{plainHTTP: opts.reg.plainHTTP, timeout: opts.reg.timeout, minRate: opts.reg.minRate, root: opts.root, st: st},
 		Search:        search,
 		Catalog:       opts.catalog,
 		Naming:        naming,
 		MaxConcurrent: opts.maxConcurrent,
+		MaxWaiting:    opts.maxWaiting,
 		Logger:        logger,
 		Version:       binaryVersion(),
 		DataUsage:     st.DataUsage,
@@ -307,12 +369,59 @@ func runServe(ctx context.Context, e *env, opts serveOptions) error {
 	if opts.stdio {
 		return srv.RunStdio(ctx, e.stdin, e.stdout, drain)
 	}
-	opts.http.MaxBody = int64(limits.MaxArgs) + 64<<10
+	served = true
 	err = srv.RunHTTP(ctx, opts.http, drain)
 	if errors.Is(err, mcpserve.ErrAllowedHost) {
 		return usageError{err}
 	}
 	return err
+}
+
+// refuseHTTPFlags refuses serve's flags for HTTP beside --stdio, which
+// would ignore them. What the environment sets (BERM_ADDR, BERM_TOKEN) is
+// let be: other commands read them too, and an MCP client's --stdio server
+// may well run where they are set; so a flag of those is taken as given
+// when its value is not the environment's.
+func refuseHTTPFlags(cmd *cli.Command) error {
+	var given []string
+	for _, f := range []struct{ name, env string }{
+		{"addr", "BERM_ADDR"}, {"token", "BERM_TOKEN"}, {"tls-cert", ""}, {"tls-key", ""},
+		{"allowed-host", ""}, {"read-timeout", ""}, {"write-timeout", ""}, {"max-sessions", ""},
+		{"max-sessions-per-client", ""}, {"session-idle", ""}, {"stateless", ""}, {"metrics", ""},
+		{"max-body-memory", ""},
+	} {
+		if cmd.IsSet(f.name) && (f.env == "" || cmd.String(f.name) != os.Getenv(f.env)) {
+			given = append(given, "--"+f.name)
+		}
+	}
+	if len(given) == 0 {
+		return nil
+	}
+	flags, verb := given[0], "is"
+	if len(given) > 1 {
+		flags, verb = strings.Join(given[:len(given)-1], ", ")+" and "+given[len(given)-1], "are"
+	}
+	return withHint(usagef("--stdio serves MCP on stdin and stdout, no HTTP: %s %s for HTTP", flags, verb),
+		"drop %s, or drop --stdio to serve over HTTP", flags)
+}
+
+// listenError is a failure to take the address, with what to do about a
+// busy one: use the berm serve that holds it, or serve on another address.
+func listenError(addr string, err error) error {
+	var inUse *mcpserve.AddrInUseError
+	if !errors.As(err, &inUse) {
+		return fmt.Errorf("listen on %s: %w", addr, err)
+	}
+	host, port, _ := net.SplitHostPort(addr)
+	if inUse.Berm {
+		if ip := net.ParseIP(host); host == "" || (ip != nil && ip.IsUnspecified()) {
+			host = "127.0.0.1" // a wildcard address is reached on loopback
+		}
+		return withHint(err, "use the server already running (its MCP endpoint is http://%s/mcp), stop it, or serve on another address: berm serve --addr %s",
+			net.JoinHostPort(host, port), mcpserve.NextPort(addr))
+	}
+	return withHint(err, "serve on another address (berm serve --addr %s), or stop what holds port %s (lsof -i :%s or ss -ltnp shows which process)",
+		mcpserve.NextPort(addr), port, port)
 }
 
 // logLevel is the level of --log-level: given, it wins; otherwise info over

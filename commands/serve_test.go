@@ -5,10 +5,14 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -173,6 +177,35 @@ func TestServeStdioQuiet(t *testing.T) {
 	}
 }
 
+// TestServeCallOutcomes: the call's log line names its outcome in the words
+// of /metrics (refused, trap, deadline, limit), not "error" for them all.
+func TestServeCallOutcomes(t *testing.T) {
+	root := t.TempDir()
+	berm(t, root, "deploy", "core", fixturePath("core.wasm"))
+	cs, _, stderr := connectStdio(t, root, nil, "--timeout", "300ms")
+	for _, c := range []struct {
+		tool    string
+		args    any
+		outcome string
+	}{
+		{"core_strict", map[string]any{"n": "three"}, "refused"},
+		{"core_trap", nil, "trap"},
+		{"core_loop", nil, "deadline"},
+		{"core_big_result", nil, "limit"},
+	} {
+		cs.CallTool(context.Background(), &mcp.CallToolParams{Name: c.tool, Arguments: c.args})
+		want := regexp.MustCompile(`tool=` + strings.TrimPrefix(c.tool, "core_") + ` .*outcome=` + c.outcome + ` `)
+		// The line is written before the response, but stderr reaches the
+		// buffer through a pipe of its own.
+		for end := time.Now().Add(10 * time.Second); !want.MatchString(stderr.String()) && time.Now().Before(end); {
+			time.Sleep(10 * time.Millisecond)
+		}
+		if !want.MatchString(stderr.String()) {
+			t.Errorf("%s: no call line with outcome=%s:\n%s", c.tool, c.outcome, stderr)
+		}
+	}
+}
+
 func TestServeStdioNothingDeployed(t *testing.T) {
 	cs, _, _ := connectStdio(t, t.TempDir(), nil)
 	if names := toolNames(t, cs); len(names) != 0 {
@@ -315,5 +348,41 @@ func TestServeRefusesOpenAddressWithoutToken(t *testing.T) {
 	out, err := cmd.CombinedOutput()
 	if exit, ok := err.(*exec.ExitError); !ok || exit.ExitCode() != 2 || !strings.Contains(string(out), "needs a token") {
 		t.Fatalf("serve on 0.0.0.0 without a token: %v\n%s", err, out)
+	}
+}
+
+// TestServeBusyAddress: a second berm serve on a busy address fails at once
+// (before loading anything), says who holds it, and what to do: use the
+// berm serve running there, or another --addr. It said only "address
+// already in use".
+func TestServeBusyAddress(t *testing.T) {
+	root := t.TempDir()
+	base := startHTTP(t, root)
+	addr := strings.TrimPrefix(base, "http://")
+	out, err := bermCmd(t, root, "serve", "--addr", addr).CombinedOutput()
+	if exit, ok := err.(*exec.ExitError); !ok || exit.ExitCode() != 2 {
+		t.Fatalf("a second berm serve on %s: %v\n%s", addr, err, out)
+	}
+	host, port, _ := net.SplitHostPort(addr)
+	n, _ := strconv.Atoi(port)
+	for _, want := range []string{
+		"listen on " + addr + ": address already in use: by a berm serve already running",
+		"berm: hint: use the server already running (its MCP endpoint is " + base + "/mcp)",
+		"berm serve --addr " + net.JoinHostPort(host, strconv.Itoa(n+1)),
+	} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("a second berm serve on %s says\n%s\nwant %q", addr, out, want)
+		}
+	}
+
+	// Something else: a server that is not berm's.
+	other := httptest.NewServer(http.NotFoundHandler())
+	defer other.Close()
+	addr = other.Listener.Addr().String()
+	out, err = bermCmd(t, root, "serve", "--addr", addr).CombinedOutput()
+	_, port, _ = net.SplitHostPort(addr)
+	if err == nil || !strings.Contains(string(out), "by another program (not berm serve") ||
+		!strings.Contains(string(out), "stop what holds port "+port) {
+		t.Errorf("berm serve on an address another server holds: %v\n%s", err, out)
 	}
 }
