@@ -69,10 +69,13 @@ test: deps check-fixtures check-examples
 # whose concurrency is between processes, which -race cannot see; and the
 # builds of berm build's scaffolds, a toolchain's process and then one
 # goroutine compiling (120 s of the commands package's 550 instrumented, its
-# longest). Not run there: runtime/transform, a rewriter of bytes with no
+# longest); and the scripts (TestScripts), each command of which is a
+# process of its own, mostly one goroutine compiling (200 s instrumented,
+# half the package's), whose concurrent paths (serve, dev) the in-process
+# tests race-check. Not run there: runtime/transform, a rewriter of bytes with no
 # goroutine (192 s instrumented, a fifth of the race run).
 RACE_PACKAGES = ./mcpserve/ ./runtime/ ./runtime/host/... ./runtime/sandbox/... ./runtime/store/... ./internal/... ./commands/
-RACE_SKIP = ^(TestCoalesceHello|FuzzCoalesceData|TestCrashConsistency|TestFullDisk|TestBuildRust|TestBuildC|TestBuildWarnsInitialize|TestNewBuildDeployRun)$$
+RACE_SKIP = ^(TestCoalesceHello|FuzzCoalesceData|TestCrashConsistency|TestFullDisk|TestBuildRust|TestBuildC|TestBuildWarnsInitialize|TestNewBuildDeployRun|TestScripts)$$
 test-race:
 	CGO_ENABLED=1 $(GO) test -race -count=1 -skip '$(RACE_SKIP)' $(RACE_PACKAGES)
 
