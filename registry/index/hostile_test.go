@@ -283,3 +283,28 @@ func TestPublishRefusesPastMaxLines(t *testing.T) {
 		t.Fatalf("Publish = %v, want ErrInvalid naming MaxLines", err)
 	}
 }
+
+// TestLineGrowsWhenListed: a line under MaxLine whose bytes are not UTF-8
+// comes out of the decoder three times longer (U+FFFD), past MaxLine when
+// listed again. Its file is skipped with a warning; the index still opens
+// (that line made Open fail, "index unreachable").
+func TestLineGrowsWhenListed(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	indextest.Init(t, dir)
+	files := indextest.Generate("ghcr.io", 5)
+	line := indextest.Line(indextest.Entry("ghcr.io", "acme/grow", "t", "x", "d"))
+	line = strings.Replace(line, `"usage":"x"`, `"usage":"`+strings.Repeat("\xff", 30000)+`"`, 1)
+	if len(line) > index.MaxLine {
+		t.Fatalf("the line is %d bytes, want it under MaxLine", len(line))
+	}
+	files["ghcr.io/acme/grow.jsonl"] = line
+	indextest.Commit(t, dir, files)
+	ix, err := index.Open(context.Background(), t.TempDir(), "file://"+filepath.ToSlash(dir), nil)
+	if err != nil {
+		t.Fatalf("Open: %v", err)
+	}
+	if len(ix.Warnings) != 1 || !strings.Contains(ix.Warnings[0].String(), "ghcr.io/acme/grow.jsonl") || ix.Len() != 5 {
+		t.Fatalf("%d programs, warnings %v; want the 5 good ones and one warning naming the file", ix.Len(), ix.Warnings)
+	}
+}

@@ -113,6 +113,11 @@ const (
 // errHeld: adding a program would take the builder past its maxHeld.
 var errHeld = errors.New("past the memory bound")
 
+// errUnlistable: a line read well is refused once written again, as a line
+// of under MaxLine can come out over it (each byte that is not UTF-8 becomes
+// three of U+FFFD): that file is skipped, as a line too long is.
+var errUnlistable = errors.New("its newest line cannot be listed")
+
 // newBuilder makes a builder whose lines go to lines.
 func newBuilder(lines io.Writer) *builder {
 	return &builder{c: corpus{Postings: map[string][]uint64{}}, lines: lines, stems: map[string]string{}, maxHeld: MaxHeld}
@@ -124,7 +129,7 @@ func newBuilder(lines io.Writer) *builder {
 func (b *builder) add(e *Entry, extra int64) error {
 	line, err := e.Marshal()
 	if err != nil {
-		return err
+		return fmt.Errorf("%w: %w", errUnlistable, err)
 	}
 	line = line[:len(line)-1]
 	if b.linesLen+int64(len(line)) > math.MaxUint32 {

@@ -214,6 +214,9 @@ func build(repo *git.Repository, commit plumbing.Hash, path string, lim limits) 
 		if err := b.add(&last, cost); errors.Is(err, errHeld) {
 			ws.stopAt(name, fmt.Sprintf("past the limit of %s held in reading an index (its words and pins)", size(lim.held)))
 			return nil
+		} else if errors.Is(err, errUnlistable) {
+			ws.add(warning(name, 0, err.Error()))
+			return nil
 		} else if err != nil {
 			return fmt.Errorf("%s: %w", name, err)
 		}
