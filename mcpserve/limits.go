@@ -243,6 +243,7 @@ func (h *heldBody) readAll() ([]byte, error) {
 	var chunks [][]byte
 	var n int64
 	small := h.length >= 0 && h.length <= firstChunk
+	src := &lastError{r: h.r}
 	for {
 		size := int64(bodyChunk)
 		if len(chunks) == 0 {
@@ -252,14 +253,14 @@ func (h *heldBody) readAll() ([]byte, error) {
 			if size = min(size, h.length-n); size == 0 {
 				// All it announced: net/http ends the body there.
 				var end [1]byte
-				if _, err := io.ReadFull(h.r, end[:]); err != io.EOF {
+				if _, err := io.ReadFull(src, end[:]); err != io.EOF {
 					return nil, fmt.Errorf("more than its Content-Length of %d bytes: %v", h.length, err)
 				}
 				break
 			}
 		}
 		var first [1]byte
-		if _, err := io.ReadFull(h.r, first[:]); err == io.EOF {
+		if _, err := io.ReadFull(src, first[:]); err == io.EOF {
 			break
 		} else if err != nil {
 			return nil, err
@@ -272,7 +273,7 @@ func (h *heldBody) readAll() ([]byte, error) {
 		h.held += size
 		chunk := make([]byte, size)
 		chunk[0] = first[0]
-		got, err := io.ReadFull(h.r, chunk[1:])
+		got, err := io.ReadFull(src, chunk[1:])
 		chunks = append(chunks, chunk[:1+got])
 		n += int64(1 + got)
 		if err == io.EOF || err == io.ErrUnexpectedEOF {
@@ -282,10 +283,32 @@ func (h *heldBody) readAll() ([]byte, error) {
 			return nil, err
 		}
 	}
+	// io.ReadFull says ErrUnexpectedEOF both for a body that ended inside a
+	// chunk, as most do, and for one net/http saw cut off (short of its
+	// Content-Length, or inside a chunk of chunked encoding): a body cut off
+	// is not the request.
+	if h.length >= 0 && n < h.length {
+		return nil, fmt.Errorf("cut off at %d bytes of its Content-Length of %d: %w", n, h.length, io.ErrUnexpectedEOF)
+	}
+	if src.err == io.ErrUnexpectedEOF {
+		return nil, fmt.Errorf("cut off at %d bytes, inside a chunk: %w", n, io.ErrUnexpectedEOF)
+	}
 	if len(chunks) == 1 {
 		return chunks[0], nil
 	}
 	return bytes.Join(chunks, nil), nil
+}
+
+// lastError is r, keeping the error of its last Read.
+type lastError struct {
+	r   io.Reader
+	err error
+}
+
+func (l *lastError) Read(p []byte) (int, error) {
+	n, err := l.r.Read(p)
+	l.err = err
+	return n, err
 }
 
 func (h *heldBody) release() {
