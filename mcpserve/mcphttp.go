@@ -66,20 +66,30 @@ func (s *Server) mcpHTTP(table *sessionTable, maxBody int64, bodies *budget, nex
 		r.Header.Del(postHeader)
 		sid := r.Header.Get("Mcp-Session-Id")
 		if r.Method != http.MethodPost {
+			// A DELETE the SDK refuses (a protocol version it does not
+			// speak) leaves the session open: berm then neither ends its
+			// calls nor forgets it, which let a client hold sessions past
+			// --max-sessions, uncounted.
+			deleting := table != nil && sid != "" && r.Method == http.MethodDelete && checkVersion(r.Header, versions) == ""
 			if table != nil && sid != "" {
 				if se := table.lookup(sid); se != nil {
-					switch r.Method {
-					case http.MethodGet:
+					switch {
+					case r.Method == http.MethodGet:
 						table.touch(se)
-					case http.MethodDelete:
+					case deleting:
 						// Else the SDK's close waits for them: a call ran to
 						// its deadline after the DELETE that ended its session.
 						se.ids.cancelAll(errSessionEnded)
 					}
 				}
 			}
-			next.ServeHTTP(w, r)
-			if table != nil && sid != "" && r.Method == http.MethodDelete {
+			if !deleting {
+				next.ServeHTTP(w, r)
+				return
+			}
+			sw := &statusWriter{ResponseWriter: w, code: http.StatusOK}
+			next.ServeHTTP(sw, r)
+			if sw.code < 300 {
 				table.remove(sid)
 			}
 			return
@@ -199,13 +209,32 @@ func checkHeaders(h http.Header, versions []string) (string, int) {
 	if len(h.Values("Last-Event-ID")) > 0 {
 		return "invalid request: Last-Event-ID on a POST: a stream is resumed by a GET, and this server keeps no events to resume one from", http.StatusBadRequest
 	}
-	// The SDK's own check: a version it does not know, unless newer than
-	// those it does (go-sdk v1.8.0, mcp/streamable.go, ServeHTTP).
-	if v := h.Get("Mcp-Protocol-Version"); v != "" && !slices.Contains(versions, v) && v < newestProtocol {
-		return fmt.Sprintf("invalid request: Mcp-Protocol-Version %q: not a version this server speaks (%s); send the one initialize negotiated",
-			v, strings.Join(versions, ", ")), http.StatusBadRequest
+	if msg := checkVersion(h, versions); msg != "" {
+		return msg, http.StatusBadRequest
 	}
 	return "", 0
+}
+
+// statusWriter keeps the status of a DELETE's response.
+type statusWriter struct {
+	http.ResponseWriter
+	code int
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	w.code = code
+	w.ResponseWriter.WriteHeader(code)
+}
+
+// checkVersion is the SDK's own check of every request: a version it does
+// not know, unless newer than those it does (go-sdk v1.8.0,
+// mcp/streamable.go, ServeHTTP).
+func checkVersion(h http.Header, versions []string) string {
+	if v := h.Get("Mcp-Protocol-Version"); v != "" && !slices.Contains(versions, v) && v < newestProtocol {
+		return fmt.Sprintf("invalid request: Mcp-Protocol-Version %q: not a version this server speaks (%s); send the one initialize negotiated",
+			v, strings.Join(versions, ", "))
+	}
+	return ""
 }
 
 func mediaType(v string) string {

@@ -174,3 +174,42 @@ func TestHTTPSessionsFlood(t *testing.T) {
 		})
 	}
 }
+
+// TestHTTPSessionsRefusedDelete: a DELETE the SDK refuses (a protocol
+// version it does not speak) leaves the session open and counted, so
+// refused DELETEs cannot hold sessions past MaxSessions (each left one the
+// SDK kept for its idle time and berm no longer counted).
+func TestHTTPSessionsRefusedDelete(t *testing.T) {
+	h := newHarness(t, runtime.Limits{}, nil)
+	h.start(t)
+	<-h.srv.Loaded()
+	const remote = "127.0.0.1:1000"
+	handler := h.srv.Handler(mcpserve.HTTPConfig{MaxSessions: 3})
+	first := sessionFrom(t, handler, remote)
+	for range 10 {
+		id := sessionFrom(t, handler, remote)
+		req := httptest.NewRequest(http.MethodDelete, "/mcp", nil)
+		req.RemoteAddr = remote
+		req.Host = "127.0.0.1:7777"
+		req.Header.Set("Mcp-Session-Id", id)
+		req.Header.Set("Mcp-Protocol-Version", "1999-01-01")
+		rec := httptest.NewRecorder()
+		handler.ServeHTTP(rec, req)
+		if rec.Code != http.StatusBadRequest {
+			t.Fatalf("DELETE with an unknown version: %d %s, want 400", rec.Code, rec.Body)
+		}
+		if !alive(t, handler, remote, id) {
+			t.Fatal("a refused DELETE ended its session")
+		}
+	}
+	n := 0
+	for range h.srv.MCP().Sessions() {
+		n++
+	}
+	if n > 3 {
+		t.Errorf("the SDK holds %d sessions, past MaxSessions 3", n)
+	}
+	if alive(t, handler, remote, first) {
+		t.Error("the first session outlived ten newer ones with MaxSessions 3")
+	}
+}
