@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io/fs"
+	"os"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -53,13 +54,27 @@ func Handle[A, R any](fn func(A) (R, error)) {
 // failure is the message of a tool's error. A path outside every granted
 // directory fails in Go's os with EBADF ("stat /etc: Bad file number"), as
 // WASI has it: no descriptor to resolve it against. The model reads the
-// message, so it says what happened instead.
+// message, so it says what happened instead. Only for an operation that
+// resolves a path: a read or write of an open file says EBADF of the file
+// (a write to one opened read-only), which is inside a grant.
 func failure(err error) string {
 	var pe *fs.PathError
-	if errors.As(err, &pe) && errors.Is(pe.Err, syscall.EBADF) {
+	if errors.As(err, &pe) && errors.Is(pe.Err, syscall.EBADF) && pathOps[pe.Op] {
 		return strings.Replace(err.Error(), pe.Err.Error(), notGranted, 1)
 	}
+	var le *os.LinkError
+	if errors.As(err, &le) && errors.Is(le.Err, syscall.EBADF) {
+		return strings.Replace(err.Error(), le.Err.Error(), notGranted, 1)
+	}
 	return err.Error()
+}
+
+// pathOps are the operations of Go's os on wasip1 that resolve a path
+// against a granted directory, as their PathError names them.
+var pathOps = map[string]bool{
+	"open": true, "stat": true, "lstat": true, "mkdir": true, "remove": true,
+	"unlinkat": true, "readlink": true, "chmod": true, "chown": true,
+	"lchown": true, "chtimes": true, "truncate": true, "chdir": true,
 }
 
 const notGranted = "not granted (outside the directories this deployment grants)"

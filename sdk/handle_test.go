@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"os"
 	"runtime"
 	"strconv"
 	"syscall"
@@ -80,6 +81,26 @@ func TestHandle(t *testing.T) {
 				})
 			},
 			failure: "reading config: stat /etc: " + notGranted,
+		},
+		{
+			name: "rename not granted",
+			tool: func() {
+				Handle(func(struct{}) (string, error) {
+					return "", &os.LinkError{Op: "rename", Old: "/data/a", New: "/etc/a", Err: syscall.EBADF}
+				})
+			},
+			failure: "rename /data/a /etc/a: " + notGranted,
+		},
+		{
+			// A write to a file opened read-only is EBADF of the file, which
+			// is inside a grant: said as it is.
+			name: "write to a read-only file",
+			tool: func() {
+				Handle(func(struct{}) (string, error) {
+					return "", &fs.PathError{Op: "write", Path: "/data/f.txt", Err: syscall.EBADF}
+				})
+			},
+			failure: "write /data/f.txt: " + syscall.EBADF.Error(),
 		},
 		{
 			name:    "bad arguments",
