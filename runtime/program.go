@@ -201,7 +201,9 @@ const (
 
 // instanceHeld is what an instance of m holds of the host's memory beside
 // its linear memory, from what module (the one compiled) makes it build:
-// each table at the bound Check counts it at (table.grow needs no budget),
+// each table at the bound Check counts it at (its maximum, or its minimum
+// without one: table.grow takes no budget, so a table grown past its
+// minimum holds up to the 8 MiB of the tables' bound uncounted),
 // its element entries, globals (the deadline's counter among them), data
 // segments left after berm's merge, and imported functions. It is counted
 // in whole pages, rounded down, as memory is: under a page it is in the
