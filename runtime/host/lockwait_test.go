@@ -31,6 +31,33 @@ const (
 	lockStoreTimeout = 30 * time.Second
 )
 
+// kvWritten is a runtime over kv whose calls have lockDeadline (hostError
+// sees their host errors, when not nil), with testdata/kv.wasm deployed as
+// kv and written once: its usage row and its lock file exist.
+func kvWritten(t *testing.T, kv host.KV, hostError func(ctx context.Context, program, tool string, err error)) *runtime.Runtime {
+	t.Helper()
+	ctx := context.Background()
+	rt, err := runtime.New(ctx, runtime.DefaultCallDepth, host.Syscalls(kv), &runtime.Options{
+		Limits:    runtime.Limits{Deadline: lockDeadline},
+		HostError: hostError,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { rt.Close(ctx) })
+	image, err := os.ReadFile(filepath.Join("..", "..", "testdata", "kv.wasm"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := rt.Deploy(ctx, "kv", image, nil); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := rt.Call(ctx, "kv", "set", []byte(`{"before":1}`)); err != nil || string(out.Result) != "set" {
+		t.Fatalf("set before the lock = %q, %v", out.Result, err)
+	}
+	return rt
+}
+
 // TestLockWaitDeadline: a program's berm.get, berm.set or berm.delete that
 // waits on a lock in PostgreSQL (another transaction holds the program's
 // usage row, or the whole data table) ends at the call's deadline with
@@ -47,29 +74,11 @@ func TestLockWaitDeadline(t *testing.T) {
 	t.Cleanup(func() { st.Close() })
 	var mu sync.Mutex
 	var logged []error
-	rt, err := runtime.New(ctx, runtime.DefaultCallDepth, host.Syscalls(st), &runtime.Options{
-		Limits: runtime.Limits{Deadline: lockDeadline},
-		HostError: func(_ context.Context, _, _ string, err error) {
-			mu.Lock()
-			defer mu.Unlock()
-			logged = append(logged, err)
-		},
+	rt := kvWritten(t, st, func(_ context.Context, _, _ string, err error) {
+		mu.Lock()
+		defer mu.Unlock()
+		logged = append(logged, err)
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { rt.Close(ctx) })
-	image, err := os.ReadFile(filepath.Join("..", "..", "testdata", "kv.wasm"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := rt.Deploy(ctx, "kv", image, nil); err != nil {
-		t.Fatal(err)
-	}
-	// The usage row exists once the program has written.
-	if out, err := rt.Call(ctx, "kv", "set", []byte(`{"before":1}`)); err != nil || string(out.Result) != "set" {
-		t.Fatalf("set before the lock = %q, %v", out.Result, err)
-	}
 	for _, c := range []struct{ tool, args, lock string }{
 		{"set", `{"during":1}`, `SELECT 1 FROM berm_data_usage WHERE program = 'kv' FOR UPDATE`},
 		{"delete", `{}`, `SELECT 1 FROM berm_data_usage WHERE program = 'kv' FOR UPDATE`},

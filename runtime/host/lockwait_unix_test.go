@@ -13,7 +13,6 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/berm-dev/berm/runtime"
-	"github.com/berm-dev/berm/runtime/host"
 	"github.com/berm-dev/berm/runtime/store"
 )
 
@@ -27,23 +26,7 @@ func TestLockWaitDeadlineDirectory(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rt, err := runtime.New(ctx, runtime.DefaultCallDepth, host.Syscalls(st), &runtime.Options{
-		Limits: runtime.Limits{Deadline: lockDeadline},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { rt.Close(ctx) })
-	image, err := os.ReadFile(filepath.Join("..", "..", "testdata", "kv.wasm"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := rt.Deploy(ctx, "kv", image, nil); err != nil {
-		t.Fatal(err)
-	}
-	if out, err := rt.Call(ctx, "kv", "set", []byte(`{"before":1}`)); err != nil || string(out.Result) != "set" {
-		t.Fatalf("set before the lock = %q, %v", out.Result, err)
-	}
+	rt := kvWritten(t, st, nil)
 	// Another process's writer holds the lock file.
 	lock, err := os.OpenFile(filepath.Join(st.Root(), "data", "kv", ".lock"), os.O_RDWR, 0)
 	if err != nil {
