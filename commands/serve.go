@@ -15,6 +15,8 @@ import (
 
 	"github.com/urfave/cli/v3"
 
+	"github.com/berm-dev/berm/internal/control"
+	"github.com/berm-dev/berm/internal/mcpservice"
 	"github.com/berm-dev/berm/internal/service"
 	"github.com/berm-dev/berm/manifest"
 	"github.com/berm-dev/berm/mcpserve"
@@ -329,7 +331,6 @@ func runServe(ctx context.Context, e *env, opts serveOptions) error {
 	}
 	svc := service.New(rt, st, sopts)
 	mopts := &mcpserve.Options{
-		Puller:        registryPuller{plainHTTP: opts.reg.plainHTTP, timeout: opts.reg.timeout, minRate: opts.reg.minRate, root: opts.root, st: st},
 		Search:        search,
 		Catalog:       opts.catalog,
 		Naming:        naming,
@@ -342,7 +343,11 @@ func runServe(ctx context.Context, e *env, opts serveOptions) error {
 	if opts.state != "" {
 		mopts.CheckState = checkDatabase(st, logger)
 	}
-	srv = mcpserve.New(svc, mopts)
+	srv = mcpserve.New(mcpservice.New(svc), mopts)
+	opts.http.Control = control.Handler(svc, control.ServerOptions{
+		Puller:      registryPuller{plainHTTP: opts.reg.plainHTTP, timeout: opts.reg.timeout, minRate: opts.reg.minRate, root: opts.root, st: st},
+		TakesGrants: opts.http.Token != "",
+	})
 	// Every goroutine of the server and the service ends before the runtime
 	// closes (the deferred rt.Close runs after this).
 	defer srv.Close(context.WithoutCancel(ctx))

@@ -8,11 +8,18 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/berm-dev/berm/manifest"
+	"github.com/berm-dev/berm/runtime"
 )
 
 // ErrUnservable: the MCP SDK cannot serve one of the program's tools (it
-// would panic adding it). Such a deployment is refused.
-var ErrUnservable = errors.New("cannot be served over MCP")
+// would panic adding it). Such a deployment is refused: the error is also
+// runtime.ErrRefused, as the control API tells its clients.
+var ErrUnservable error = unservable{}
+
+type unservable struct{}
+
+func (unservable) Error() string        { return "cannot be served over MCP" }
+func (unservable) Is(target error) bool { return target == runtime.ErrRefused }
 
 // Check refuses a program that berm serve could not serve under name: a
 // served tool name over 64 characters, or a tool the MCP SDK refuses (such

@@ -1,9 +1,10 @@
 // Package mcpserve serves every program deployed in a berm root on one MCP
 // endpoint, each tool named {program}_{tool}, over stdio or streamable HTTP,
-// and offers the control API that remote deploys use.
+// and mounts the control API (internal/control) that remote deploys use.
 //
-//	svc := service.New(rt, st, &service.Options{Check: mcpserve.Checker(naming)})
-//	srv := mcpserve.New(svc, &mcpserve.Options{Logger: logger})
+//	// programs is a Programs: berm's deployment service (internal/mcpservice
+//	// adapts it), or an embedder's own.
+//	srv := mcpserve.New(programs, &mcpserve.Options{Logger: logger})
 //	if err := srv.Start(ctx); err != nil { // tools listed from manifests at once;
 //		return err                         // deploys elsewhere show within a second
 //	}

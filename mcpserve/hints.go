@@ -5,9 +5,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/berm-dev/berm/internal/service"
 	"github.com/berm-dev/berm/manifest"
-	"github.com/berm-dev/berm/runtime/host"
+	"github.com/berm-dev/berm/runtime/sandbox"
 )
 
 // hints are what a client may assume of a program's tools, from what its
@@ -29,22 +28,18 @@ func (h hints) annotations() *mcp.ToolAnnotations {
 	return &mcp.ToolAnnotations{ReadOnlyHint: h.readOnly, OpenWorldHint: &open}
 }
 
-func (s *Server) hintsOf(p *service.Program) hints {
+func (s *Server) hintsOf(p *Program) hints {
 	h := hints{readOnly: true}
 	seen := map[string]bool{}
-	var walk func(p *service.Program)
-	walk = func(p *service.Program) {
+	var walk func(p *Program)
+	walk = func(p *Program) {
 		if seen[p.Name] {
 			return
 		}
 		seen[p.Name] = true
-		if p.Grants.Writable() || p.Manifest.Declares(host.SysSet) || p.Manifest.Declares(host.SysDelete) {
-			h.readOnly = false
-		}
-		if p.Grants.Network() {
-			// berm.http sends any method: a POST changes the world.
-			h.openWorld, h.readOnly = true, false
-		}
+		changes, openWorld := sandbox.Effects(p.Manifest, &p.Grants)
+		h.readOnly = h.readOnly && !changes
+		h.openWorld = h.openWorld || openWorld
 		for _, c := range p.Manifest.Calls {
 			name, _, err := manifest.SplitFullName(c)
 			if err != nil {
@@ -80,7 +75,7 @@ func reaches(m *manifest.Manifest) bool { return len(m.Calls) > 0 }
 
 // usageText is a program's usage resource: its own words, then what its
 // deployment grants it, so that a model knows what the tools can reach.
-func usageText(p *service.Program) string {
+func usageText(p *Program) string {
 	var b strings.Builder
 	b.WriteString(strings.TrimRight(p.Manifest.Usage, "\n"))
 	if b.Len() > 0 {
@@ -94,7 +89,7 @@ func usageText(p *service.Program) string {
 	for _, l := range lines {
 		b.WriteString("- " + l + "\n")
 	}
-	if p.Manifest.Declares(host.SysHTTP) && !p.Grants.Network() {
+	if sandbox.Unreached(p.Manifest, &p.Grants) {
 		b.WriteString("\nIt may ask for the network, but no host is granted: every request is refused.\n")
 	}
 	return b.String()

@@ -1,12 +1,12 @@
 package mcpserve
 
 import (
+	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
-	"mime"
 	"net"
 	"net/http"
 	"strings"
@@ -15,10 +15,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/berm-dev/berm/internal/control"
-	"github.com/berm-dev/berm/manifest"
 	"github.com/berm-dev/berm/runtime"
-	"github.com/berm-dev/berm/runtime/sandbox"
-	"github.com/berm-dev/berm/runtime/store"
 )
 
 // ErrNeedsToken: a server bound beyond loopback would take requests from
@@ -72,6 +69,10 @@ type HTTPConfig struct {
 	// SessionIdle closes a session that has had no request for that long;
 	// DefaultSessionIdle when 0.
 	SessionIdle time.Duration
+	// Control, when set, serves the control API (internal/control's
+	// Handler) under /v1/programs, under the same rules as every route; a
+	// PUT's body is read first, within MaxImage and MaxBodyMemory.
+	Control http.Handler
 	// Metrics serves Prometheus metrics at GET /metrics, under the same
 	// rules as every route.
 	Metrics bool
@@ -260,12 +261,11 @@ func (s *Server) Handler(cfg HTTPConfig) http.Handler {
 	bodies := new(budget)
 	bodies.init(cfg.MaxBodyMemory)
 	mux.Handle("/mcp", s.owing(s.mcpHTTP(table, cfg.MaxBody, bodies, mcpHandler)))
-	mux.HandleFunc("GET /v1/programs", s.listPrograms)
-	mux.HandleFunc("GET /v1/programs/{name}", s.getProgram)
-	mux.HandleFunc("DELETE /v1/programs/{name}", s.deleteProgram)
-	mux.HandleFunc("PUT /v1/programs/{name}", func(w http.ResponseWriter, r *http.Request) {
-		s.putProgram(w, r, cfg.MaxImage, bodies, cfg.Token != "")
-	})
+	if cfg.Control != nil {
+		control := uploads(cfg.Control, cfg.MaxImage, bodies)
+		mux.Handle("/v1/programs", control)
+		mux.Handle("/v1/programs/", control)
+	}
 	if cfg.Metrics {
 		mux.Handle("GET /metrics", s.metricsHandler())
 	}
@@ -275,118 +275,27 @@ func (s *Server) Handler(cfg HTTPConfig) http.Handler {
 	return withDeadlines(cfg.ReadTimeout, cfg.WriteTimeout, s.guard(cfg, mux))
 }
 
-func (s *Server) listPrograms(w http.ResponseWriter, r *http.Request) {
-	list, err := s.svc.List()
-	if err != nil {
-		writeStoreError(w, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, list)
-}
+// writeError and writeJSON answer as every route of berm serve does.
+var (
+	writeError = control.WriteError
+	writeJSON  = control.WriteJSON
+)
 
-func (s *Server) getProgram(w http.ResponseWriter, r *http.Request) {
-	d, err := s.svc.Inspect(r.PathValue("name"))
-	if err != nil {
-		writeStoreError(w, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, d)
-}
-
-func (s *Server) deleteProgram(w http.ResponseWriter, r *http.Request) {
-	name := r.PathValue("name")
-	if err := s.svc.Remove(r.Context(), name, r.URL.Query().Get("keep_data") == "true"); err != nil {
-		writeStoreError(w, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, map[string]string{"removed": name})
-}
-
-// putProgram deploys the image in the body (application/wasm), or the
-// reference a JSON body names, which the server pulls with its own
-// credentials.
-//
-// Grants are refused unless the server has a token: on loopback without
-// one, any local user could grant a program berm's own directories.
-func (s *Server) putProgram(w http.ResponseWriter, r *http.Request, maxImage int64, bodies *budget, tokened bool) {
-	name := r.PathValue("name")
-	body, release, ok := readBody(w, r, maxImage, "image", runtime.ErrRefused, bodies)
-	if !ok {
-		return
-	}
-	defer release() // the image is held until it is deployed
-	var grants *sandbox.Grants
-	if g := r.URL.Query().Get(control.GrantsParam); g != "" {
-		if !tokened {
-			writeError(w, http.StatusForbidden, "grant", fmt.Errorf("%w: this server has no token, so it takes no grants through its control API: "+
-				"any local user could grant a program berm's own files (start it with --token, or deploy with grants into its root)", sandbox.ErrGrant))
+// uploads serves h with its request body read first, up to maxImage bytes
+// and within the bodies held at once, so that the handler it is given (the
+// control API) reads a body already bounded and counted.
+func uploads(h http.Handler, maxImage int64, bodies *budget) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodPut {
+			h.ServeHTTP(w, r)
 			return
 		}
-		grants = new(sandbox.Grants)
-		dec := json.NewDecoder(strings.NewReader(g))
-		dec.DisallowUnknownFields()
-		if err := dec.Decode(grants); err != nil {
-			writeError(w, http.StatusBadRequest, "grant", fmt.Errorf("%w: the %s parameter: %v", sandbox.ErrGrant, control.GrantsParam, err))
+		body, release, ok := readBody(w, r, maxImage, "image", runtime.ErrRefused, bodies)
+		if !ok {
 			return
 		}
-	}
-	var err error
-	image, source := body, r.URL.Query().Get("source")
-	if mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type")); mt == "application/json" {
-		var req control.DeployRequest
-		if err := json.Unmarshal(body, &req); err != nil || req.Ref == "" {
-			writeError(w, http.StatusBadRequest, "invalid", errors.New(`want a JSON body {"ref": "host/repo:tag"}`))
-			return
-		}
-		if s.opts.Puller == nil {
-			writeError(w, http.StatusBadRequest, "pull", fmt.Errorf("%s: %w: this server has no registry client", req.Ref, control.ErrPull))
-			return
-		}
-		if image, source, err = s.opts.Puller.Pull(r.Context(), req.Ref); err != nil {
-			writeError(w, http.StatusBadGateway, "pull", fmt.Errorf("%w: %v", control.ErrPull, err))
-			return
-		}
-	}
-	info, err := s.svc.Deploy(r.Context(), name, image, source, grants)
-	if err != nil {
-		writeStoreError(w, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, info)
-}
-
-func writeStoreError(w http.ResponseWriter, err error) {
-	switch {
-	case errors.Is(err, store.ErrNotDeployed):
-		writeError(w, http.StatusNotFound, "not_deployed", err)
-	case errors.Is(err, manifest.ErrProgramName):
-		writeError(w, http.StatusBadRequest, "name", err)
-	case errors.Is(err, manifest.ErrInvalid):
-		writeError(w, http.StatusBadRequest, "invalid", err)
-	case errors.Is(err, sandbox.ErrGrant):
-		writeError(w, http.StatusBadRequest, "grant", err)
-	case errors.Is(err, runtime.ErrRefused), errors.Is(err, manifest.ErrServedName), errors.Is(err, ErrUnservable):
-		writeError(w, http.StatusBadRequest, "refused", err)
-	case errors.Is(err, store.ErrUnavailable):
-		// The client may try again; where the database is, is the
-		// operator's to read in the log.
-		writeError(w, http.StatusServiceUnavailable, "unavailable", errStateUnavailable)
-	default:
-		writeError(w, http.StatusInternalServerError, "internal", err)
-	}
-}
-
-// errStateUnavailable is what a client is told of a state it cannot reach now.
-var errStateUnavailable = fmt.Errorf("the server's %w: try again later", store.ErrUnavailable)
-
-func writeError(w http.ResponseWriter, status int, kind string, err error) {
-	writeJSON(w, status, control.ErrorBody{Error: err.Error(), Kind: kind})
-}
-
-func writeJSON(w http.ResponseWriter, status int, v any) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	enc.Encode(v)
+		defer release() // the image is held until it is deployed
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		h.ServeHTTP(w, r)
+	})
 }

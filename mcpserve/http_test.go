@@ -36,6 +36,9 @@ func (h *harness) serveHTTP(t *testing.T, cfg mcpserve.HTTPConfig) *httptest.Ser
 	t.Helper()
 	h.start(t)
 	<-h.srv.Loaded()
+	if cfg.Control == nil {
+		cfg.Control = control.Handler(h.svc, control.ServerOptions{TakesGrants: cfg.Token != ""})
+	}
 	ts := httptest.NewServer(h.srv.Handler(cfg))
 	t.Cleanup(ts.Close)
 	return ts

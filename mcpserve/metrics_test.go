@@ -16,6 +16,7 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
+	"github.com/berm-dev/berm/internal/mcpservice"
 	"github.com/berm-dev/berm/internal/service"
 	"github.com/berm-dev/berm/mcpserve"
 	"github.com/berm-dev/berm/runtime"
@@ -232,7 +233,7 @@ func newMetricsServer(tb testing.TB, metrics bool, limits runtime.Limits, opts m
 	}
 	tb.Cleanup(func() { rt.Close(context.Background()) })
 	m.svc = service.New(rt, st, &service.Options{Check: mcpserve.Checker(mcpserve.Underscore), PollInterval: 50 * time.Millisecond})
-	m.srv = mcpserve.New(m.svc, &opts)
+	m.srv = mcpserve.New(mcpservice.New(m.svc), &opts)
 	if metrics {
 		m.ts = httptest.NewServer(m.srv.Handler(mcpserve.HTTPConfig{Token: metricsToken, Metrics: true}))
 		tb.Cleanup(m.ts.Close)

@@ -19,7 +19,6 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/berm-dev/berm/internal/service"
 	"github.com/berm-dev/berm/manifest"
 	"github.com/berm-dev/berm/runtime"
 )
@@ -84,8 +83,6 @@ type Options struct {
 	Logger *slog.Logger
 	// Version is the server's version in the MCP handshake.
 	Version string
-	// Puller, when set, lets the control API deploy from OCI references.
-	Puller Puller
 	// Search, when set, answers the control API's GET /v1/search from the
 	// server's index; with Catalog, models may search it too, through the
 	// read-only tool berm_search, which deploys nothing.
@@ -104,18 +101,11 @@ type Options struct {
 	CheckState func(ctx context.Context) error
 }
 
-// Puller pulls an OCI reference for a deploy through the control API,
-// returning the image and the source to record (the reference, pinned).
-type Puller interface {
-	Pull(ctx context.Context, ref string) (image []byte, source string, err error)
-}
-
 // Server serves every program a service deploys as MCP tools. It is an
 // adapter: deployments, the store and the runtime's programs are the
 // service's; the server turns its changes into tools and runs calls.
 type Server struct {
-	svc     *service.Service
-	rt      *runtime.Runtime
+	svc     Programs
 	opts    Options
 	log     *slog.Logger
 	mcp     *mcp.Server
@@ -157,9 +147,9 @@ type Server struct {
 
 type sessionKey struct{}
 
-// New returns a server of what svc deploys; Start serves it. The runtime's
+// New returns a server of what svc serves; Start serves it. The runtime's
 // Options.Log should forward to the server's Log. Close releases it.
-func New(svc *service.Service, opts *Options) *Server {
+func New(svc Programs, opts *Options) *Server {
 	o := Options{}
 	if opts != nil {
 		o = *opts
@@ -171,7 +161,7 @@ func New(svc *service.Service, opts *Options) *Server {
 		o.MaxWaiting = DefaultWaitingPerWorker * o.MaxConcurrent
 	}
 	if o.MaxUnsentResults <= 0 {
-		o.MaxUnsentResults = 2 * int64(svc.Runtime().Limits().MaxResult)
+		o.MaxUnsentResults = 2 * int64(svc.Limits().MaxResult)
 	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
@@ -181,7 +171,6 @@ func New(svc *service.Service, opts *Options) *Server {
 	}
 	s := &Server{
 		svc:   svc,
-		rt:    svc.Runtime(),
 		opts:  o,
 		log:   o.Logger,
 		work:  make(chan *job, o.MaxConcurrent),
@@ -318,7 +307,7 @@ func (s *Server) Close(ctx context.Context) error {
 
 // apply turns one change of the service into tools: the service calls it in
 // order, never two at once.
-func (s *Server) apply(c service.Change) {
+func (s *Server) apply(c Change) {
 	if c.Served == nil {
 		s.mu.Lock()
 		gone := s.tools[c.Removed]
@@ -338,7 +327,7 @@ func (s *Server) apply(c service.Change) {
 
 // serveTools serves p's tools, with the annotations its deployment and its
 // callees make, and its usage resource, replacing what p served before.
-func (s *Server) serveTools(p *service.Program) {
+func (s *Server) serveTools(p *Program) {
 	h := s.hintsOf(p)
 	keep := map[string]bool{}
 	var served []string
@@ -464,7 +453,7 @@ func (s *Server) readUsage(_ context.Context, req *mcp.ReadResourceRequest) (*mc
 	if ok {
 		name, ok = strings.CutSuffix(name, "/usage")
 	}
-	var p *service.Program
+	var p *Program
 	if ok {
 		p = s.svc.Program(name)
 	}
@@ -560,7 +549,7 @@ func (s *Server) hand(ctx context.Context, j *job, owner any, ps *postState) err
 		s.work <- j // never blocks: it has room for every worker
 		return nil
 	}
-	wait := s.rt.Limits().Deadline
+	wait := s.svc.Limits().Deadline
 	timer := time.NewTimer(wait)
 	defer timer.Stop()
 	var gone <-chan struct{}
@@ -836,7 +825,7 @@ func (s *Server) worker() {
 
 func (s *Server) run(j *job) {
 	start := time.Now()
-	j.out, j.err = s.rt.Call(j.ctx, j.program, j.tool, j.args)
+	j.out, j.err = s.svc.Call(j.ctx, j.program, j.tool, j.args)
 	d := time.Since(start)
 	if errors.Is(j.err, context.Canceled) {
 		if cause := context.Cause(j.ctx); cause != nil && cause != context.Canceled {
@@ -867,7 +856,7 @@ func (s *Server) logCall(id, program, tool string, d time.Duration, out runtime.
 		return
 	}
 	attrs := []any{"request_id", id, "program", program, "tool", tool, "duration", d}
-	if p := s.rt.Program(program); p != nil {
+	if p := s.svc.Program(program); p != nil {
 		attrs = append(attrs, "digest", p.Digest)
 	}
 	switch {

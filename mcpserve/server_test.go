@@ -16,6 +16,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/berm-dev/berm/internal/mcpservice"
 	"github.com/berm-dev/berm/internal/service"
 	"github.com/berm-dev/berm/manifest"
 	"github.com/berm-dev/berm/mcpserve"
@@ -68,7 +69,7 @@ func (h *harness) build(opts *mcpserve.Options) {
 		Logger:       opts.Logger,
 		PollInterval: 50 * time.Millisecond,
 	})
-	h.srv = mcpserve.New(h.svc, opts)
+	h.srv = mcpserve.New(mcpservice.New(h.svc), opts)
 }
 
 // start serves what the store holds until the test ends; the server is

@@ -205,7 +205,7 @@ func (c *lineConn) acceptBatch(line []byte) []jsonrpc.Message {
 		c.writeRaw(errorLine(nil, jsonrpc.CodeInvalidRequest, batchTooLong(len(spans))))
 		return nil
 	}
-	b := &lineBatch{max: 2 * c.s.rt.Limits().MaxResult}
+	b := &lineBatch{max: 2 * c.s.svc.Limits().MaxResult}
 	var msgs []jsonrpc.Message
 	for _, span := range spans {
 		msg, raw, errResp := decodeLine(line[span[0]:span[1]])

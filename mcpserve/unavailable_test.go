@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/berm-dev/berm/internal/control"
+	"github.com/berm-dev/berm/internal/mcpservice"
 	"github.com/berm-dev/berm/internal/service"
 	"github.com/berm-dev/berm/mcpserve"
 	"github.com/berm-dev/berm/runtime"
@@ -46,7 +47,7 @@ func TestControlStateUnavailable(t *testing.T) {
 	h.deploy(t, "echo", "echo.wasm")
 	state := &blackout{State: h.st}
 	h.svc = service.New(h.rt, state, nil)
-	h.srv = mcpserve.New(h.svc, nil)
+	h.srv = mcpserve.New(mcpservice.New(h.svc), nil)
 	ts := h.serveHTTP(t, mcpserve.HTTPConfig{})
 	state.down.Store(true)
 	for _, path := range []string{"/v1/programs", "/v1/programs/echo"} {

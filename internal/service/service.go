@@ -186,7 +186,7 @@ func (s *Service) Deploy(ctx context.Context, name string, image []byte, source 
 	for _, sc := range s.rt.UnknownSyscalls(prepared.Manifest) {
 		info.Warnings = append(info.Warnings, fmt.Sprintf("%s declares syscall %s, which this host does not have: calls to it will trap", name, sc))
 	}
-	info.Warnings = append(info.Warnings, grantWarnings(name, prepared.Manifest, &prepared.Grants)...)
+	info.Warnings = append(info.Warnings, sandbox.Warnings(name, prepared.Manifest, &prepared.Grants)...)
 	// The snapshot of _initialize, which a serving process takes at the
 	// program's first call, is taken here too to warn of a refusal now.
 	// Not under the request's cancel: a refusal lasts the program's life.
@@ -618,6 +618,18 @@ func (s *Service) Program(name string) *Program {
 	defer s.mu.RUnlock()
 	return s.served[name]
 }
+
+// Call runs tool of the program deployed under name, once it is ready
+// (Ready): every front end's calls go through here.
+func (s *Service) Call(ctx context.Context, program, tool string, args []byte) (runtime.Outcome, error) {
+	if err := s.Ready(ctx, program); err != nil {
+		return runtime.Outcome{}, err
+	}
+	return s.rt.Call(ctx, program, tool, args)
+}
+
+// Limits are the runtime's limits on every call.
+func (s *Service) Limits() runtime.Limits { return s.rt.Limits() }
 
 // Close stops the background work and waits, until ctx is done, for every
 // goroutine the service started. Close the runtime after it.

@@ -29,6 +29,7 @@ import (
 	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
 
 	"github.com/berm-dev/berm/runtime"
+	"github.com/berm-dev/berm/runtime/sandbox"
 	"github.com/berm-dev/berm/runtime/store"
 )
 
@@ -47,8 +48,8 @@ type KV interface {
 const (
 	SysNow    = "berm.now"
 	SysGet    = "berm.get"
-	SysSet    = "berm.set"
-	SysDelete = "berm.delete"
+	SysSet    = sandbox.SysSet
+	SysDelete = sandbox.SysDelete
 )
 
 // ErrHost is what berm.get and berm.delete return (and so trap with) when the

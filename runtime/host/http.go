@@ -27,7 +27,7 @@ import (
 )
 
 // SysHTTP is the network syscall (ABI.md, berm.http).
-const SysHTTP = "berm.http"
+const SysHTTP = sandbox.SysHTTP
 
 // Defaults of HTTPConfig's bounds.
 const (
