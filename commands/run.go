@@ -134,7 +134,7 @@ func runRun(ctx context.Context, e *env, opts runOptions, args []string) error {
 			return err
 		}
 		defer os.RemoveAll(scratch)
-		if cfg.kv, err = store.Open(scratch); err != nil {
+		if cfg.kv, err = store.OpenDir(scratch); err != nil {
 			return err
 		}
 	}

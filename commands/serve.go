@@ -501,7 +501,7 @@ func openServeState(ctx context.Context, opts *serveOptions, logger *slog.Logger
 		st, err := openState(ctx, opts.root, "", createRoot)
 		return st, nil, err
 	}
-	logger.Info("state: database", "database", describeDatabase(opts.state))
+	logger.Info("state: database", "database", store.Describe(opts.state))
 	if !opts.stdio {
 		if hold, err = mcpserve.Hold(opts.http, "waiting for the database", logger); err != nil {
 			return nil, nil, err

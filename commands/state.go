@@ -26,29 +26,17 @@ const stateFlagUsage = "where berm's deployments, images and programs' data live
 // around it, which a secret mounted from a file often ends with.
 func stateFlag(cmd *cli.Command) string { return strings.TrimSpace(cmd.String("state")) }
 
-// stateSchemes are the schemes --state takes besides empty.
-var stateSchemes = []string{"postgres", "postgresql"}
-
-// errStateScheme: --state names a kind of state berm does not keep.
-var errStateScheme = errors.New("unknown scheme")
-
 // stateIsDatabase tells --state's database from the directory under --root
-// (empty), and refuses anything else. A refusal names the scheme only: the
-// URL may carry a password.
+// (empty), and refuses a scheme no backend takes. A refusal names the
+// scheme only: the URL may carry a password.
 func stateIsDatabase(state string) (bool, error) {
 	if state == "" {
 		return false, nil
 	}
-	scheme, _, ok := strings.Cut(state, "://")
-	if !ok {
-		return false, usageError{withHint(fmt.Errorf("--state: %w: not a URL (scheme://...)", errStateScheme), stateHint)}
+	if err := store.CheckURL(state); err != nil {
+		return false, usageError{withHint(fmt.Errorf("--state: %w", err), stateHint)}
 	}
-	for _, s := range stateSchemes {
-		if scheme == s {
-			return true, nil
-		}
-	}
-	return false, usageError{withHint(fmt.Errorf("--state: %w %q", errStateScheme, scheme), stateHint)}
+	return true, nil
 }
 
 const stateHint = "--state takes postgres://USER:PASSWORD@HOST:PORT/DB (postgresql:// too) for a PostgreSQL database, or nothing for the directory --root"
@@ -79,9 +67,9 @@ func openState(ctx context.Context, root, state string, mode rootMode) (store.St
 	if root == "" {
 		return nil, noRoot()
 	}
-	open := store.OpenExisting
+	open := store.OpenDirExisting
 	if mode == createRoot {
-		open = store.Open
+		open = store.OpenDir
 	}
 	st, err := open(root)
 	if mode == existingRoot && errors.Is(err, fs.ErrNotExist) {

@@ -208,7 +208,7 @@ func newMetricsServer(tb testing.TB, metrics bool, limits runtime.Limits, opts m
 	tb.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	tb.Cleanup(cancel)
-	st, err := store.Open(tb.TempDir())
+	st, err := store.OpenDir(tb.TempDir())
 	if err != nil {
 		tb.Fatal(err)
 	}

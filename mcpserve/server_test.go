@@ -39,7 +39,7 @@ type harness struct {
 func newHarness(t testing.TB, limits runtime.Limits, opts *mcpserve.Options) *harness {
 	t.Helper()
 	ctx := context.Background()
-	st, err := store.Open(t.TempDir())
+	st, err := store.OpenDir(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -25,7 +25,7 @@ func TestImage(t *testing.T) {
 	}
 	ctx := context.Background()
 	root := t.TempDir()
-	st, err := store.Open(root)
+	st, err := store.OpenDir(root)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -33,7 +33,7 @@ type env struct {
 
 func newEnv(t *testing.T) env {
 	t.Helper()
-	st, err := store.Open(t.TempDir())
+	st, err := store.OpenDir(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}

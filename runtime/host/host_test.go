@@ -136,7 +136,7 @@ func TestGetUnavailable(t *testing.T) {
 
 // TestSyscallsStore: over a real store, with no logger.
 func TestSyscallsStore(t *testing.T) {
-	st, err := store.Open(t.TempDir())
+	st, err := store.OpenDir(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -22,7 +22,7 @@ import (
 func TestLockWaitDeadlineDirectory(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	st, err := store.Open(t.TempDir())
+	st, err := store.OpenDir(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}

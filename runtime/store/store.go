@@ -4,7 +4,7 @@
 // that is renamed into place, so a reader sees the old file or the new one,
 // never half of one, and a kill mid-write loses nothing that was there.
 //
-//	s, err := store.Open(root)     // OpenExisting creates nothing
+//	s, err := store.OpenDir(root) // OpenDirExisting creates nothing
 //	digest, err := s.PutImage(image)
 //	err = s.Deploy(store.Deployment{Name: "hello", Digest: digest})
 //	d, err := s.Deployment("hello")
@@ -78,8 +78,8 @@ const (
 	tmpPrefix      = ".tmp-"
 )
 
-// Open opens (creating it when needed) the store at root.
-func Open(root string) (*Store, error) {
+// OpenDir opens (creating it when needed) the store at root.
+func OpenDir(root string) (*Store, error) {
 	if root == "" {
 		return nil, errors.New("store: no root directory")
 	}
@@ -95,11 +95,11 @@ func Open(root string) (*Store, error) {
 	return &Store{root: abs}, nil
 }
 
-// OpenExisting opens the store at root and creates nothing, so that commands
+// OpenDirExisting opens the store at root and creates nothing, so that commands
 // that only read leave no root behind. A root that does not exist is an error
 // wrapping fs.ErrNotExist; a missing directory under it reads as empty. The
 // first write creates the directory it writes to.
-func OpenExisting(root string) (*Store, error) {
+func OpenDirExisting(root string) (*Store, error) {
 	if root == "" {
 		return nil, errors.New("store: no root directory")
 	}
@@ -120,7 +120,7 @@ func OpenExisting(root string) (*Store, error) {
 // Root is the store's directory.
 func (s *Store) Root() string { return s.root }
 
-// CacheDir is where compiled code is cached. A store from OpenExisting may
+// CacheDir is where compiled code is cached. A store from OpenDirExisting may
 // not have it yet.
 func (s *Store) CacheDir() string { return filepath.Join(s.root, cacheDir) }
 
@@ -312,7 +312,7 @@ func writeAtomic(path string, b []byte) (err error) {
 	dir := filepath.Dir(path)
 	f, err := os.CreateTemp(dir, tmpPrefix+"*")
 	if errors.Is(err, fs.ErrNotExist) {
-		// A store from OpenExisting, or a directory removed by hand: the
+		// A store from OpenDirExisting, or a directory removed by hand: the
 		// write creates what it needs.
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			return err

@@ -18,7 +18,7 @@ import (
 
 func open(t *testing.T) *store.Store {
 	t.Helper()
-	s, err := store.Open(t.TempDir())
+	s, err := store.OpenDir(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -35,7 +35,7 @@ func TestSuite(t *testing.T) {
 		root := t.TempDir()
 		t.Cleanup(func() { checkRoot(t, root) })
 		return func() store.State {
-			s, err := store.Open(root)
+			s, err := store.OpenDir(root)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -74,7 +74,7 @@ func checkRoot(t *testing.T, root string) {
 			t.Errorf("%s written in the root", e.Name())
 		}
 	}
-	s, err := store.Open(root) // a count of its own, from the disk
+	s, err := store.OpenDir(root) // a count of its own, from the disk
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -126,7 +126,7 @@ func TestImageFiles(t *testing.T) {
 // refuses it.
 func TestProgramNamesStayInRoot(t *testing.T) {
 	root := t.TempDir()
-	s, err := store.Open(filepath.Join(root, "root"))
+	s, err := store.OpenDir(filepath.Join(root, "root"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -216,19 +216,19 @@ func TestDamagedDeployments(t *testing.T) {
 	}
 }
 
-// TestOpenExisting: a reading command leaves no root behind.
-func TestOpenExisting(t *testing.T) {
+// TestOpenDirExisting: a reading command leaves no root behind.
+func TestOpenDirExisting(t *testing.T) {
 	root := filepath.Join(t.TempDir(), "root")
-	if _, err := store.OpenExisting(root); !errors.Is(err, fs.ErrNotExist) {
-		t.Fatalf("OpenExisting of no root: %v, want fs.ErrNotExist", err)
+	if _, err := store.OpenDirExisting(root); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("OpenDirExisting of no root: %v, want fs.ErrNotExist", err)
 	}
 	if _, err := os.Stat(root); !errors.Is(err, fs.ErrNotExist) {
-		t.Fatalf("OpenExisting created the root: %v", err)
+		t.Fatalf("OpenDirExisting created the root: %v", err)
 	}
 	if err := os.Mkdir(root, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	s, err := store.OpenExisting(root)
+	s, err := store.OpenDirExisting(root)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -268,8 +268,8 @@ func TestOpenExisting(t *testing.T) {
 	if list, _, _ := s.Deployments(); len(list) != 1 {
 		t.Fatalf("Deployments after a deploy: %v", list)
 	}
-	if _, err := store.OpenExisting(filepath.Join(root, "deployments", "p.json")); err == nil {
-		t.Fatal("OpenExisting of a file")
+	if _, err := store.OpenDirExisting(filepath.Join(root, "deployments", "p.json")); err == nil {
+		t.Fatal("OpenDirExisting of a file")
 	}
 }
 
@@ -390,8 +390,8 @@ func fillKeys(root, program string, n int) error {
 // ticks every few milliseconds may leave it).
 func TestDataCountToken(t *testing.T) {
 	root := t.TempDir()
-	a, _ := store.Open(root)
-	b, _ := store.Open(root)
+	a, _ := store.OpenDir(root)
+	b, _ := store.OpenDir(root)
 	if err := b.Set(t.Context(), "p", []byte("small"), []byte("v")); err != nil {
 		t.Fatal(err)
 	}
@@ -425,7 +425,7 @@ func TestDataCountToken(t *testing.T) {
 // keys: what each berm.set of a busy program pays. Its two syncs (the file,
 // the directory) are most of it where the count is kept.
 func BenchmarkSet(b *testing.B) {
-	s, err := store.Open(b.TempDir())
+	s, err := store.OpenDir(b.TempDir())
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -2,15 +2,16 @@ package postgres
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/berm-dev/berm/runtime/store"
 )
 
 // ErrNewerSchema: the database was migrated by a newer berm than this one.
-var ErrNewerSchema = errors.New("database schema is newer than this berm knows")
+var ErrNewerSchema = store.ErrNewerSchema
 
 // schemaLockKey is the pg_advisory_xact_lock key that migrations take, so
 // that processes starting at once migrate one after another ("berm" in

@@ -7,7 +7,7 @@
 //		storetest.Run(t, func(t *testing.T) func() store.State {
 //			root := t.TempDir() // a fresh, empty backing store
 //			return func() store.State {
-//				s, err := store.Open(root) // one more handle on it
+//				s, err := store.OpenDir(root) // one more handle on it
 //				if err != nil {
 //					t.Fatal(err)
 //				}
