@@ -129,7 +129,7 @@ func runDeploy(ctx context.Context, e *env, opts deployOptions, args []string) e
 	var err error
 	switch {
 	case opts.example != "" && len(args) <= 1:
-		info, err = deployExample(ctx, opts, args)
+		info, err = deployExample(ctx, e, opts, args)
 	case opts.example == "" && len(args) == 2:
 		info, err = deployArg(ctx, e, opts, args[0], args[1])
 	case opts.example == "" && len(args) == 0:
@@ -166,7 +166,7 @@ func runDeploy(ctx context.Context, e *env, opts deployOptions, args []string) e
 }
 
 // deployExample deploys the embedded example under its name, or [NAME].
-func deployExample(ctx context.Context, opts deployOptions, args []string) (service.Info, error) {
+func deployExample(ctx context.Context, e *env, opts deployOptions, args []string) (service.Info, error) {
 	name := opts.example
 	if len(args) == 1 {
 		name = args[0]
@@ -175,7 +175,7 @@ func deployExample(ctx context.Context, opts deployOptions, args []string) (serv
 	if err != nil {
 		return service.Info{}, err
 	}
-	return deployImage(ctx, opts, name, image, "example:"+opts.example, opts.grants)
+	return deployImage(ctx, e, opts, name, image, "example:"+opts.example, opts.grants)
 }
 
 // deployArg deploys NAME FILE|REF.
@@ -195,29 +195,14 @@ func deployArg(ctx context.Context, e *env, opts deployOptions, name, arg string
 		if err != nil {
 			return service.Info{}, err
 		}
-		return deployImage(ctx, opts, name, image, source, opts.grants)
+		return deployImage(ctx, e, opts, name, image, source, opts.grants)
 	}
-	client, err := opts.client()
+	d, err := opts.open(ctx, e, opts.root, opts.state, createRoot, opts.reg)
 	if err != nil {
 		return service.Info{}, err
 	}
-	if client != nil {
-		return client.DeployRef(ctx, name, arg, opts.grants)
-	}
-	st, err := openState(ctx, opts.root, opts.state, createRoot)
-	if err != nil {
-		return service.Info{}, err
-	}
-	defer closeState(st)
-	rc, err := newRegistryClient(e, opts.reg)
-	if err != nil {
-		return service.Info{}, err
-	}
-	image, source, err := pullThroughStore(ctx, rc, opts.root, st, arg)
-	if err != nil {
-		return service.Info{}, err
-	}
-	return deployLocal(ctx, opts.root, st, name, image, source, opts.grants)
+	defer d.Close()
+	return d.DeployRef(ctx, name, arg, opts.grants)
 }
 
 // deployProject deploys what berm.toml describes: its wasm under its name,
@@ -244,7 +229,7 @@ func deployProject(ctx context.Context, e *env, opts deployOptions) (service.Inf
 	}
 	grants = merge(grants, opts.grants)
 	if opts.server == "" {
-		return deployImage(ctx, opts, p.Name, image, p.Wasm, grants)
+		return deployImage(ctx, e, opts, p.Name, image, p.Wasm, grants)
 	}
 	// Through a server, the module goes to berm.toml's image first. What
 	// the server refuses whatever the image (no server there, a token it
@@ -253,11 +238,12 @@ func deployProject(ctx context.Context, e *env, opts deployOptions) (service.Inf
 	if err := p.need("image"); err != nil {
 		return service.Info{}, err
 	}
-	client, err := opts.client()
+	server, err := opts.open(ctx, e, opts.root, opts.state, createRoot, opts.reg)
 	if err != nil {
 		return service.Info{}, err
 	}
-	if _, err := client.List(ctx); err != nil {
+	defer server.Close()
+	if _, err := server.List(ctx); err != nil {
 		return service.Info{}, fmt.Errorf("%w (nothing pushed to %s)", err, p.Image)
 	}
 	rc, err := newRegistryClient(e, opts.reg)
@@ -269,27 +255,20 @@ func deployProject(ctx context.Context, e *env, opts deployOptions) (service.Inf
 		return service.Info{}, err
 	}
 	fmt.Fprintf(e.stderr, "berm: pushed %s; %s deploys it as %s\n", pinned(pushed), opts.server, p.Name)
-	return client.DeployRef(ctx, p.Name, pinned(pushed), grants)
+	return server.DeployRef(ctx, p.Name, pinned(pushed), grants)
 }
 
 // deployImage deploys image bytes here, or uploads them to --server.
-func deployImage(ctx context.Context, opts deployOptions, name string, image []byte, source string, grants *sandbox.Grants) (service.Info, error) {
+func deployImage(ctx context.Context, e *env, opts deployOptions, name string, image []byte, source string, grants *sandbox.Grants) (service.Info, error) {
 	if err := manifest.CheckProgramName(name); err != nil {
 		return service.Info{}, err
 	}
-	client, err := opts.client()
+	d, err := opts.open(ctx, e, opts.root, opts.state, createRoot, opts.reg)
 	if err != nil {
 		return service.Info{}, err
 	}
-	if client != nil {
-		return client.Deploy(ctx, name, image, source, grants)
-	}
-	st, err := openState(ctx, opts.root, opts.state, createRoot)
-	if err != nil {
-		return service.Info{}, err
-	}
-	defer closeState(st)
-	return deployLocal(ctx, opts.root, st, name, image, source, grants)
+	defer d.Close()
+	return d.Deploy(ctx, name, image, source, grants)
 }
 
 // deployLocal deploys into st, compiling into root's cache.

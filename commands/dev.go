@@ -71,8 +71,8 @@ func runDev(ctx context.Context, e *env, opts devOptions, dir string) error {
 	if err := p.need("name"); err != nil {
 		return err
 	}
-	if _, err := opts.client(); err != nil {
-		return err
+	if opts.err != nil {
+		return opts.err // a context that could not be resolved
 	}
 	w, err := fsnotify.NewWatcher()
 	if err != nil {
@@ -172,9 +172,9 @@ func devCycle(ctx context.Context, e *env, opts devOptions, dir, last string) (s
 	}
 	var before *sandbox.Grants // what berm.toml does not grant, and the deployment did
 	if grants == nil {
-		before = deployedGrants(ctx, opts, p.Name)
+		before = deployedGrants(ctx, e, opts, p.Name)
 	}
-	info, err := deployImage(ctx, deployOptions{root: opts.root, state: opts.state, remote: opts.remote}, p.Name, image, built.Path, grants)
+	info, err := deployImage(ctx, e, deployOptions{root: opts.root, state: opts.state, remote: opts.remote}, p.Name, image, built.Path, grants)
 	if err != nil {
 		return "", err
 	}
@@ -193,33 +193,17 @@ func devCycle(ctx context.Context, e *env, opts devOptions, dir, last string) (s
 
 // deployedGrants are the grants of the deployment of name, or nil when
 // there is none or it cannot be read: only a hint depends on them.
-func deployedGrants(ctx context.Context, opts devOptions, name string) *sandbox.Grants {
-	client, err := opts.client()
+func deployedGrants(ctx context.Context, e *env, opts devOptions, name string) *sandbox.Grants {
+	d, err := opts.open(ctx, e, opts.root, opts.state, existingRoot, registryOptions{})
 	if err != nil {
 		return nil
 	}
-	if client != nil {
-		list, err := client.List(ctx)
-		if err != nil {
-			return nil
-		}
-		for _, info := range list {
-			if info.Name == name {
-				return info.Grants
-			}
-		}
-		return nil
-	}
-	st, err := openState(ctx, opts.root, opts.state, existingRoot)
-	if err != nil || st == nil {
-		return nil
-	}
-	defer closeState(st)
-	d, err := st.Deployment(name)
+	defer d.Close()
+	details, err := d.Inspect(ctx, name)
 	if err != nil {
 		return nil
 	}
-	return d.Grants
+	return details.Grants
 }
 
 // sandboxTOML is berm.toml's [sandbox] granting what g grants, each host

@@ -66,34 +66,29 @@ func inspect(ctx context.Context, e *env, opts inspectOptions, arg string) (serv
 	if isReference(arg) {
 		return inspectReference(ctx, e, opts, arg)
 	}
-	client, err := opts.client()
+	if opts.err != nil {
+		return service.Details{}, opts.err // a context that could not be resolved
+	}
+	if isPath(arg) { // read here, never asked of a server
+		image, err := readImageFile(arg)
+		if err != nil {
+			return service.Details{}, err
+		}
+		d, err := service.Describe("", image, arg)
+		if err != nil {
+			return service.Details{}, fmt.Errorf("%s: %w", arg, err)
+		}
+		return d, nil
+	}
+	if err := checkTargetName(arg); err != nil {
+		return service.Details{}, err
+	}
+	d, err := opts.open(ctx, e, opts.root, opts.state, existingRoot, opts.reg)
 	if err != nil {
 		return service.Details{}, err
 	}
-	if client != nil && !isPath(arg) { // a path is read here, never asked of the server
-		return client.Inspect(ctx, arg)
-	}
-	st, err := openState(ctx, opts.root, opts.state, existingRoot)
-	if err != nil {
-		return service.Details{}, err
-	}
-	defer closeState(st)
-	t, err := loadTarget(ctx, e, opts.root, st, arg, opts.reg)
-	if err != nil {
-		return service.Details{}, err
-	}
-	name := ""
-	if t.deployed != nil {
-		name = t.name
-	}
-	d, err := service.Describe(name, t.image, t.source)
-	if err != nil {
-		return service.Details{}, fmt.Errorf("%s: %w", arg, err)
-	}
-	if t.deployed != nil {
-		d.Grants = t.deployed.Grants
-	}
-	return d, nil
+	defer d.Close()
+	return d.Inspect(ctx, arg)
 }
 
 // inspectReference reads a registry image's manifest: from berm's

@@ -47,7 +47,7 @@ snapshot is refused, as berm deploy warns). --json has every grant in full.
 }
 
 func runLs(ctx context.Context, e *env, opts lsOptions) error {
-	list, err := listPrograms(ctx, opts)
+	list, err := listPrograms(ctx, e, opts)
 	if err != nil {
 		return err
 	}
@@ -83,23 +83,13 @@ func runLs(ctx context.Context, e *env, opts lsOptions) error {
 	return tw.Flush()
 }
 
-func listPrograms(ctx context.Context, opts lsOptions) ([]service.Info, error) {
-	client, err := opts.client()
+func listPrograms(ctx context.Context, e *env, opts lsOptions) ([]service.Info, error) {
+	d, err := opts.open(ctx, e, opts.root, opts.state, existingRoot, registryOptions{})
 	if err != nil {
 		return nil, err
 	}
-	if client != nil {
-		return client.List(ctx)
-	}
-	st, err := openState(ctx, opts.root, opts.state, existingRoot)
-	if err != nil {
-		return nil, err
-	}
-	if st == nil {
-		return []service.Info{}, nil // nothing deployed yet; reading creates nothing
-	}
-	defer closeState(st)
-	return newService(nil, st).List()
+	defer d.Close()
+	return d.List(ctx)
 }
 
 // shortDigest is the first 12 hex digits of a digest, as ls prints it.

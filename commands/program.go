@@ -130,9 +130,8 @@ func loadTarget(ctx context.Context, e *env, root string, st store.State, arg st
 		}
 		return &target{name: nameFromReference(arg), image: image, source: source}, nil
 	}
-	if err := manifest.CheckProgramName(arg); err != nil {
-		return nil, withHint(fmt.Errorf("%q: no such file, and not a program name", arg),
-			"give a path to a .wasm file, an OCI reference (host/repo:tag) or the name of a deployed program (`berm ls`)")
+	if err := checkTargetName(arg); err != nil {
+		return nil, err
 	}
 	if st == nil {
 		return nil, notDeployed(arg)
@@ -142,6 +141,16 @@ func loadTarget(ctx context.Context, e *env, root string, st store.State, arg st
 		return nil, err
 	}
 	return &target{name: d.Name, image: image, source: d.Source, deployed: &d}, nil
+}
+
+// checkTargetName refuses a FILE|NAME|REF argument that is neither a file
+// nor a reference and cannot be a program's name.
+func checkTargetName(arg string) error {
+	if err := manifest.CheckProgramName(arg); err != nil {
+		return withHint(fmt.Errorf("%q: no such file, and not a program name", arg),
+			"give a path to a .wasm file, an OCI reference (host/repo:tag) or the name of a deployed program (`berm ls`)")
+	}
+	return nil
 }
 
 // isFile reports whether arg names an existing file.

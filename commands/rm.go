@@ -6,7 +6,6 @@ import (
 
 	"github.com/urfave/cli/v3"
 
-	"github.com/berm-dev/berm/internal/service"
 	"github.com/berm-dev/berm/manifest"
 )
 
@@ -47,29 +46,13 @@ func runRm(ctx context.Context, e *env, opts rmOptions, names []string) error {
 			return err
 		}
 	}
-	client, err := opts.client()
+	d, err := opts.open(ctx, e, opts.root, opts.state, existingRoot, registryOptions{})
 	if err != nil {
 		return err
 	}
-	var svc *service.Service
-	if client == nil {
-		st, err := openState(ctx, opts.root, opts.state, existingRoot)
-		if err != nil {
-			return err
-		}
-		if st == nil {
-			return notDeployed(names[0]) // removing creates no root
-		}
-		defer closeState(st)
-		svc = newService(nil, st)
-	}
+	defer d.Close()
 	for _, name := range names {
-		if client != nil {
-			err = client.Remove(ctx, name, opts.keepData)
-		} else {
-			err = svc.Remove(ctx, name, opts.keepData)
-		}
-		if err != nil {
+		if err := d.Remove(ctx, name, opts.keepData); err != nil {
 			return err
 		}
 		fmt.Fprintf(e.stdout, "removed %s\n", name)

@@ -37,7 +37,7 @@ func refused(t *testing.T, resp *http.Response, status int, kind string) string 
 // deployed lists the store's deployments and the served programs.
 func (h *harness) deployed(t *testing.T) (stored, served []string) {
 	t.Helper()
-	list, err := h.svc.List()
+	list, err := h.svc.List(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -138,6 +138,10 @@ func (c *Client) Remove(ctx context.Context, name string, keepData bool) error {
 	return c.do(ctx, http.MethodDelete, "/v1/programs/"+url.PathEscape(name), q, nil, "", nil)
 }
 
+// Close releases nothing: a client holds no connection of its own beyond
+// the shared transport's idle ones.
+func (c *Client) Close() {}
+
 func (c *Client) do(ctx context.Context, method, path string, query url.Values, body []byte, contentType string, out any) error {
 	u := *c.base
 	u.Path += path

@@ -22,8 +22,8 @@ import (
 type Deployments interface {
 	Deploy(ctx context.Context, name string, image []byte, source string, grants *sandbox.Grants) (service.Info, error)
 	Remove(ctx context.Context, name string, keepData bool) error
-	List() ([]service.Info, error)
-	Inspect(name string) (service.Details, error)
+	List(ctx context.Context) ([]service.Info, error)
+	Inspect(ctx context.Context, name string) (service.Details, error)
 }
 
 // Puller pulls an OCI reference for a deploy through the control API,
@@ -61,7 +61,7 @@ type handler struct {
 }
 
 func (h *handler) list(w http.ResponseWriter, r *http.Request) {
-	list, err := h.d.List()
+	list, err := h.d.List(r.Context())
 	if err != nil {
 		writeStoreError(w, err)
 		return
@@ -70,7 +70,7 @@ func (h *handler) list(w http.ResponseWriter, r *http.Request) {
 }
 
 func (h *handler) get(w http.ResponseWriter, r *http.Request) {
-	d, err := h.d.Inspect(r.PathValue("name"))
+	d, err := h.d.Inspect(r.Context(), r.PathValue("name"))
 	if err != nil {
 		writeStoreError(w, err)
 		return

@@ -50,11 +50,11 @@ func TestGrantsRecordedAndServed(t *testing.T) {
 	if p := e.rt.Program("echo"); p == nil || len(p.Grants.Dirs) != 1 || p.Grants.Hosts[0] != "api.example.com" {
 		t.Fatalf("runtime program grants = %+v", p)
 	}
-	list, err := svc.List()
+	list, err := svc.List(context.Background())
 	if err != nil || len(list) != 1 || list[0].Grants == nil || list[0].Grants.Hosts[0] != "api.example.com" {
 		t.Fatalf("List = %+v, %v; want the grants", list, err)
 	}
-	details, err := svc.Inspect("echo")
+	details, err := svc.Inspect(context.Background(), "echo")
 	if err != nil || details.Grants == nil || details.Grants.Dirs[0].Guest != "/data" {
 		t.Fatalf("Inspect = %+v, %v; want the grants", details.Grants, err)
 	}

@@ -1,6 +1,7 @@
 package service
 
 import (
+	"context"
 	"sort"
 
 	"github.com/berm-dev/berm/manifest"
@@ -67,7 +68,7 @@ func Describe(name string, image []byte, source string) (Details, error) {
 // List reports every deployment, by name. A deployment that cannot be read
 // back (a damaged record, a damaged or missing image) is listed with its
 // Error rather than hiding the others.
-func (s *Service) List() ([]Info, error) {
+func (s *Service) List(ctx context.Context) ([]Info, error) {
 	deployments, damaged, err := s.st.Deployments()
 	if err != nil {
 		return nil, err
@@ -92,7 +93,7 @@ func (s *Service) List() ([]Info, error) {
 }
 
 // Inspect reads the details of the program deployed under name.
-func (s *Service) Inspect(name string) (Details, error) {
+func (s *Service) Inspect(ctx context.Context, name string) (Details, error) {
 	d, image, err := s.Deployed(name)
 	if err != nil {
 		return Details{}, err

@@ -112,7 +112,7 @@ func TestReplaceDuringFirstCompile(t *testing.T) {
 	if got := svc.Program("p"); got == nil || got.Digest != manifest.Digest(slow) {
 		t.Fatalf("first load lists %+v, want the slow program at once", got)
 	}
-	if _, err := svc.List(); err != nil {
+	if _, err := svc.List(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	select {
@@ -146,7 +146,7 @@ func TestDamagedRecord(t *testing.T) {
 		t.Fatal(err)
 	}
 	svc := service.New(e.rt, e.st, nil)
-	list, err := svc.List()
+	list, err := svc.List(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
