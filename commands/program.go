@@ -233,34 +233,3 @@ func nameFromFile(path string) string {
 	}
 	return name
 }
-
-// deployCallees deploys into rt, from the store, every program that p's
-// manifest may reach through berm.call, transitively. A callee that is not
-// deployed is left out: calls to it are refused.
-func deployCallees(ctx context.Context, rt *runtime.Runtime, st store.State, m *manifest.Manifest) error {
-	queue := append([]string(nil), m.Calls...)
-	for len(queue) > 0 {
-		program, _, err := manifest.SplitFullName(queue[0])
-		queue = queue[1:]
-		if err != nil || rt.Program(program) != nil {
-			continue
-		}
-		d, err := st.Deployment(program)
-		if errors.Is(err, store.ErrNotDeployed) {
-			continue
-		}
-		if err != nil {
-			return err
-		}
-		image, err := st.Image(d.Digest)
-		if err != nil {
-			return err
-		}
-		p, err := rt.Deploy(ctx, program, image, d.Grants)
-		if err != nil {
-			return fmt.Errorf("callee %s: %w", program, err)
-		}
-		queue = append(queue, p.Manifest.Calls...)
-	}
-	return nil
-}

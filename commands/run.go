@@ -143,11 +143,12 @@ func runRun(ctx context.Context, e *env, opts runOptions, args []string) error {
 		return err
 	}
 	defer rt.Close(ctx)
-	p, err := rt.Deploy(ctx, t.name, t.image, grants)
+	svc := newService(rt, st)
+	p, err := svc.Throwaway(ctx, t.name, t.image, grants)
 	if err != nil {
-		return fmt.Errorf("%s: %w", args[0], err)
-	}
-	if err := deployCallees(ctx, rt, st, p.Manifest); err != nil {
+		if p == nil { // the program's own, not a callee's
+			err = fmt.Errorf("%s: %w", args[0], err)
+		}
 		return err
 	}
 	if len(args) == 3 && args[2] == "-" && len(callArgs) > limits.MaxArgs {
@@ -156,7 +157,7 @@ func runRun(ctx context.Context, e *env, opts runOptions, args []string) error {
 		return fmt.Errorf("%s: %w: %w: more than %d bytes on stdin, limit %d bytes",
 			manifest.FullName(t.name, args[1]), runtime.ErrArguments, runtime.ErrLimit, limits.MaxArgs, limits.MaxArgs)
 	}
-	out, err := rt.Call(ctx, t.name, args[1], callArgs)
+	out, err := svc.Call(ctx, t.name, args[1], callArgs)
 	if err != nil {
 		return callError(err, args[0], t.name, p.Manifest, args[1], callArgs)
 	}

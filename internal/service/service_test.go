@@ -216,7 +216,7 @@ func TestRefusesBadNames(t *testing.T) {
 	e := newEnv(t)
 	svc := service.New(e.rt, e.st, nil)
 	for _, name := range []string{"../leak", "..%2F..%2Fleak", "a/b", "", "UPPER"} {
-		if _, err := svc.Inspect(name); !errors.Is(err, manifest.ErrProgramName) {
+		if _, err := svc.Inspect(context.Background(), name); !errors.Is(err, manifest.ErrProgramName) {
 			t.Errorf("Inspect(%q) = %v, want ErrProgramName", name, err)
 		}
 		if err := svc.Remove(context.Background(), name, false); !errors.Is(err, manifest.ErrProgramName) {
