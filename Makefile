@@ -72,7 +72,7 @@ test: deps check-fixtures check-examples
 # longest); and the scripts (TestScripts), each command of which is a
 # process of its own, mostly one goroutine compiling (200 s instrumented,
 # half the package's), whose concurrent paths (serve, dev) the in-process
-# tests race-check. Not run there: runtime/transform, a rewriter of bytes with no
+# tests race-check. Not run there: runtime/internal/transform, a rewriter of bytes with no
 # goroutine (192 s instrumented, a fifth of the race run).
 RACE_PACKAGES = ./mcpserve/ ./runtime/ ./runtime/host/... ./runtime/sandbox/... ./runtime/store/... ./internal/... ./commands/
 RACE_SKIP = ^(TestCoalesceHello|FuzzCoalesceData|TestCrashConsistency|TestFullDisk|TestBuildRust|TestBuildC|TestBuildWarnsInitialize|TestNewBuildDeployRun|TestScripts)$$

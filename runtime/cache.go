@@ -12,7 +12,7 @@ import (
 	"github.com/tetratelabs/wazero"
 
 	"github.com/berm-dev/berm/manifest"
-	"github.com/berm-dev/berm/runtime/transform"
+	"github.com/berm-dev/berm/runtime/internal/transform"
 )
 
 // compile compiles an image, from the on-disk cache when it holds it. An

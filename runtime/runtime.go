@@ -15,7 +15,7 @@ import (
 	"github.com/tetratelabs/wazero/api"
 
 	"github.com/berm-dev/berm/manifest"
-	"github.com/berm-dev/berm/runtime/transform"
+	"github.com/berm-dev/berm/runtime/internal/transform"
 )
 
 // Defaults of the limits; each can be changed in Options.

@@ -10,7 +10,7 @@ import (
 
 	"github.com/tetratelabs/wazero/api"
 
-	"github.com/berm-dev/berm/runtime/transform"
+	"github.com/berm-dev/berm/runtime/internal/transform"
 )
 
 // Calls start warm. Each call still gets a new instance (so no WASI state,

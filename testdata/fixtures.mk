@@ -29,7 +29,7 @@ BROKEN_ODD = not_wasm component truncated no_section two_sections not_utf8
 # Other packages' own test modules, NAME.wat and NAME.abi.json beside each
 # other, built the same way.
 PACKAGE_FIXTURES = $(patsubst %.wat,%.wasm,$(wildcard runtime/testdata/*.wat runtime/host/testdata/*.wat \
-	runtime/transform/testdata/*.wat mcpserve/testdata/*.wat mcpserve/testdata/conformance/*.wat))
+	runtime/internal/transform/testdata/*.wat mcpserve/testdata/*.wat mcpserve/testdata/conformance/*.wat))
 
 # The compute kernel in C that runtime/'s deadline tests and benchmark run,
 # built by its own script with clang for wasm32, as examples/wc is.
@@ -53,7 +53,7 @@ fixtures: $(FIXTURE_IMAGES:%=$(O)%)
 # directory and fails naming each committed image that differs from what its
 # sources build to, or that no rule here builds; then fixturecheck holds each
 # image of testdata/ to the verdict manifest.Read must give it.
-FIXTURE_DIRS = testdata runtime/testdata runtime/host/testdata runtime/transform/testdata mcpserve/testdata mcpserve/testdata/conformance
+FIXTURE_DIRS = testdata runtime/testdata runtime/host/testdata runtime/internal/transform/testdata mcpserve/testdata mcpserve/testdata/conformance
 check-fixtures:
 	@set -e; tmp=$$(mktemp -d); trap 'rm -rf "$$tmp"' EXIT; \
 	$(GO) build -o "$$tmp/mkimage" ./testdata/mkimage; \

@@ -62,14 +62,14 @@ func TestSnapshotModules(t *testing.T) {
 		start   bool
 		data    int // segments left
 	}{
-		{file: "../testdata/warm.wasm", globals: []Global{{"berm.global.0", 0x7f}, {"berm.global.1", 0x7e}}},
-		{file: "../testdata/warm_table.wasm", globals: []Global{{"berm.global.0", 0x7f}}, blocker: "table.set"},
+		{file: "../../testdata/warm.wasm", globals: []Global{{"berm.global.0", 0x7f}, {"berm.global.1", 0x7e}}},
+		{file: "../../testdata/warm_table.wasm", globals: []Global{{"berm.global.0", 0x7f}}, blocker: "table.set"},
 		{file: "testdata/startloop.wasm", start: true},
 		// The module exports berm.global.0 itself: the host's name takes a
 		// suffix. Its three segments stay, the active ones empty.
 		{file: "testdata/segments.wasm", globals: []Global{{"berm.global.0.1", 0x7f}}, data: 3},
 		// Without a data count section the active segments go.
-		{file: "../../testdata/init.wasm", globals: []Global{{"berm.global.1", 0x7f}, {"berm.global.2", 0x7f}}},
+		{file: "../../../testdata/init.wasm", globals: []Global{{"berm.global.1", 0x7f}, {"berm.global.2", 0x7f}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.file, func(t *testing.T) {

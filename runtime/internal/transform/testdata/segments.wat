@@ -3,7 +3,7 @@
 ;; active one, emptied, so that the indices stay. Built from the repository's
 ;; root with
 ;;
-;;   wat2wasm runtime/transform/testdata/segments.wat --output=- | go run ./testdata/mkimage -o runtime/transform/testdata/segments.wasm /dev/stdin runtime/transform/testdata/segments.abi.json
+;;   wat2wasm runtime/internal/transform/testdata/segments.wat --output=- | go run ./testdata/mkimage -o runtime/internal/transform/testdata/segments.wasm /dev/stdin runtime/internal/transform/testdata/segments.abi.json
 (module
   (import "berm" "syscall" (func $sys (param i64 i32 i32) (result i64)))
   (memory (export "memory") 1)

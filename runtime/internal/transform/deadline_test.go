@@ -24,9 +24,9 @@ func modules(tb testing.TB) map[string][]byte {
 	out := map[string][]byte{}
 	for _, pattern := range []string{
 		"testdata/*.wasm",
-		"../../testdata/*.wasm", "../../testdata/broken/*.wasm",
-		"../testdata/*.wasm", "../testdata/*/*.wasm", "../host/testdata/*.wasm",
-		"../sandbox/testdata/*.wasm", "../../examples/*/*.wasm",
+		"../../../testdata/*.wasm", "../../../testdata/broken/*.wasm",
+		"../../testdata/*.wasm", "../../testdata/*/*.wasm", "../../host/testdata/*.wasm",
+		"../../sandbox/testdata/*.wasm", "../../../examples/*/*.wasm",
 	} {
 		files, err := filepath.Glob(pattern)
 		if err != nil {
@@ -37,11 +37,11 @@ func modules(tb testing.TB) map[string][]byte {
 			if err != nil {
 				tb.Fatal(err)
 			}
-			out[strings.TrimPrefix(f, "../")] = b
+			out[f] = b
 		}
 	}
 	if len(out) < 40 {
-		tb.Fatalf("found %d modules: run from runtime/transform", len(out))
+		tb.Fatalf("found %d modules: run from runtime/internal/transform", len(out))
 	}
 	return out
 }
