@@ -1,8 +1,3 @@
-// Package deploy_test drives berm serve as it is deployed for many users:
-// replicas (real processes) sharing one PostgreSQL database, behind nginx
-// (round robin), called by real MCP clients. The tests need PostgreSQL and
-// nginx, which .ci/run installs; they skip, saying so, where either is
-// missing, and under -short.
 package deploy_test
 
 import (

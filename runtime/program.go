@@ -13,8 +13,8 @@ import (
 
 	"github.com/berm-dev/berm/internal/wasmbin"
 	"github.com/berm-dev/berm/manifest"
-	"github.com/berm-dev/berm/runtime/sandbox"
 	"github.com/berm-dev/berm/runtime/internal/transform"
+	"github.com/berm-dev/berm/runtime/sandbox"
 )
 
 // Program is a deployed program: a compiled module under a name.
