@@ -9,7 +9,7 @@ import (
 
 	"github.com/urfave/cli/v3"
 
-	"github.com/berm-dev/berm/internal/service"
+	"github.com/berm-dev/berm/internal/control"
 	"github.com/berm-dev/berm/manifest"
 	"github.com/berm-dev/berm/registry"
 	"github.com/berm-dev/berm/runtime"
@@ -125,7 +125,7 @@ from berm's own environment (--allow-env NAME) does the same.
 }
 
 func runDeploy(ctx context.Context, e *env, opts deployOptions, args []string) error {
-	var info service.Info
+	var info control.Info
 	var err error
 	switch {
 	case opts.example != "" && len(args) <= 1:
@@ -166,40 +166,40 @@ func runDeploy(ctx context.Context, e *env, opts deployOptions, args []string) e
 }
 
 // deployExample deploys the embedded example under its name, or [NAME].
-func deployExample(ctx context.Context, e *env, opts deployOptions, args []string) (service.Info, error) {
+func deployExample(ctx context.Context, e *env, opts deployOptions, args []string) (control.Info, error) {
 	name := opts.example
 	if len(args) == 1 {
 		name = args[0]
 	}
 	image, err := exampleImage(opts.example)
 	if err != nil {
-		return service.Info{}, err
+		return control.Info{}, err
 	}
 	return deployImage(ctx, e, opts, name, image, "example:"+opts.example, opts.grants)
 }
 
 // deployArg deploys NAME FILE|REF.
-func deployArg(ctx context.Context, e *env, opts deployOptions, name, arg string) (service.Info, error) {
+func deployArg(ctx context.Context, e *env, opts deployOptions, name, arg string) (control.Info, error) {
 	if err := manifest.CheckProgramName(name); err != nil {
 		if isFile(name) {
-			return service.Info{}, withHint(err, "the name comes first: berm deploy %s %s", nameFromFile(name), name)
+			return control.Info{}, withHint(err, "the name comes first: berm deploy %s %s", nameFromFile(name), name)
 		}
-		return service.Info{}, err
+		return control.Info{}, err
 	}
 	if !isReference(arg) {
 		image, err := readImageFile(arg)
 		if err != nil {
-			return service.Info{}, err
+			return control.Info{}, err
 		}
 		source, err := filepath.Abs(arg)
 		if err != nil {
-			return service.Info{}, err
+			return control.Info{}, err
 		}
 		return deployImage(ctx, e, opts, name, image, source, opts.grants)
 	}
 	d, err := opts.open(ctx, e, opts.root, opts.state, createRoot, opts.reg)
 	if err != nil {
-		return service.Info{}, err
+		return control.Info{}, err
 	}
 	defer d.Close()
 	return d.DeployRef(ctx, name, arg, opts.grants)
@@ -207,25 +207,25 @@ func deployArg(ctx context.Context, e *env, opts deployOptions, name, arg string
 
 // deployProject deploys what berm.toml describes: its wasm under its name,
 // or, with --server, pushed to its image and deployed by the server from there.
-func deployProject(ctx context.Context, e *env, opts deployOptions) (service.Info, error) {
+func deployProject(ctx context.Context, e *env, opts deployOptions) (control.Info, error) {
 	dir, err := os.Getwd()
 	if err != nil {
-		return service.Info{}, err
+		return control.Info{}, err
 	}
 	p, err := readProject(dir)
 	if err != nil {
-		return service.Info{}, err
+		return control.Info{}, err
 	}
 	if err := p.need("name"); err != nil {
-		return service.Info{}, err
+		return control.Info{}, err
 	}
 	image, err := p.module()
 	if err != nil {
-		return service.Info{}, err
+		return control.Info{}, err
 	}
 	grants, err := p.grants(opts.server != "")
 	if err != nil {
-		return service.Info{}, err
+		return control.Info{}, err
 	}
 	grants = merge(grants, opts.grants)
 	if opts.server == "" {
@@ -236,46 +236,46 @@ func deployProject(ctx context.Context, e *env, opts deployOptions) (service.Inf
 	// does not take) is found before the push, not after it: readProject
 	// checked the name.
 	if err := p.need("image"); err != nil {
-		return service.Info{}, err
+		return control.Info{}, err
 	}
 	server, err := opts.open(ctx, e, opts.root, opts.state, createRoot, opts.reg)
 	if err != nil {
-		return service.Info{}, err
+		return control.Info{}, err
 	}
 	defer server.Close()
 	if _, err := server.List(ctx); err != nil {
-		return service.Info{}, fmt.Errorf("%w (nothing pushed to %s)", err, p.Image)
+		return control.Info{}, fmt.Errorf("%w (nothing pushed to %s)", err, p.Image)
 	}
 	rc, err := newRegistryClient(e, opts.reg)
 	if err != nil {
-		return service.Info{}, err
+		return control.Info{}, err
 	}
 	pushed, err := rc.Push(ctx, p.Image, image, &registry.PushOptions{Title: filepath.Base(p.Wasm)})
 	if err != nil {
-		return service.Info{}, err
+		return control.Info{}, err
 	}
 	fmt.Fprintf(e.stderr, "berm: pushed %s; %s deploys it as %s\n", pinned(pushed), opts.server, p.Name)
 	return server.DeployRef(ctx, p.Name, pinned(pushed), grants)
 }
 
 // deployImage deploys image bytes here, or uploads them to --server.
-func deployImage(ctx context.Context, e *env, opts deployOptions, name string, image []byte, source string, grants *sandbox.Grants) (service.Info, error) {
+func deployImage(ctx context.Context, e *env, opts deployOptions, name string, image []byte, source string, grants *sandbox.Grants) (control.Info, error) {
 	if err := manifest.CheckProgramName(name); err != nil {
-		return service.Info{}, err
+		return control.Info{}, err
 	}
 	d, err := opts.open(ctx, e, opts.root, opts.state, createRoot, opts.reg)
 	if err != nil {
-		return service.Info{}, err
+		return control.Info{}, err
 	}
 	defer d.Close()
 	return d.Deploy(ctx, name, image, source, grants)
 }
 
 // deployLocal deploys into st, compiling into root's cache.
-func deployLocal(ctx context.Context, root string, st store.State, name string, image []byte, source string, grants *sandbox.Grants) (service.Info, error) {
+func deployLocal(ctx context.Context, root string, st store.State, name string, image []byte, source string, grants *sandbox.Grants) (control.Info, error) {
 	rt, err := newRuntime(ctx, root, st, runtimeConfig{depth: runtime.DefaultCallDepth})
 	if err != nil {
-		return service.Info{}, err
+		return control.Info{}, err
 	}
 	defer rt.Close(ctx)
 	return newService(rt, st).Deploy(ctx, name, image, source, grants)

@@ -4,7 +4,6 @@ import (
 	"context"
 
 	"github.com/berm-dev/berm/internal/control"
-	"github.com/berm-dev/berm/internal/service"
 	"github.com/berm-dev/berm/runtime/sandbox"
 	"github.com/berm-dev/berm/runtime/store"
 )
@@ -13,13 +12,13 @@ import (
 // service over the local state (localDeployments), or a server's control
 // API (*control.Client). A command chooses once, with remote.open.
 type deployments interface {
-	Deploy(ctx context.Context, name string, image []byte, source string, grants *sandbox.Grants) (service.Info, error)
+	Deploy(ctx context.Context, name string, image []byte, source string, grants *sandbox.Grants) (control.Info, error)
 	// DeployRef deploys an OCI reference: pulled here through the store,
 	// or by the server with its own credentials.
-	DeployRef(ctx context.Context, name, ref string, grants *sandbox.Grants) (service.Info, error)
+	DeployRef(ctx context.Context, name, ref string, grants *sandbox.Grants) (control.Info, error)
 	Remove(ctx context.Context, name string, keepData bool) error
-	List(ctx context.Context) ([]service.Info, error)
-	Inspect(ctx context.Context, name string) (service.Details, error)
+	List(ctx context.Context) ([]control.Info, error)
+	Inspect(ctx context.Context, name string) (control.Details, error)
 	Close()
 }
 
@@ -54,18 +53,18 @@ type localDeployments struct {
 	reg  registryOptions
 }
 
-func (l *localDeployments) Deploy(ctx context.Context, name string, image []byte, source string, grants *sandbox.Grants) (service.Info, error) {
+func (l *localDeployments) Deploy(ctx context.Context, name string, image []byte, source string, grants *sandbox.Grants) (control.Info, error) {
 	return deployLocal(ctx, l.root, l.st, name, image, source, grants)
 }
 
-func (l *localDeployments) DeployRef(ctx context.Context, name, ref string, grants *sandbox.Grants) (service.Info, error) {
+func (l *localDeployments) DeployRef(ctx context.Context, name, ref string, grants *sandbox.Grants) (control.Info, error) {
 	rc, err := newRegistryClient(l.e, l.reg)
 	if err != nil {
-		return service.Info{}, err
+		return control.Info{}, err
 	}
 	image, source, err := pullThroughStore(ctx, rc, l.root, l.st, ref)
 	if err != nil {
-		return service.Info{}, err
+		return control.Info{}, err
 	}
 	return l.Deploy(ctx, name, image, source, grants)
 }
@@ -77,16 +76,16 @@ func (l *localDeployments) Remove(ctx context.Context, name string, keepData boo
 	return newService(nil, l.st).Remove(ctx, name, keepData)
 }
 
-func (l *localDeployments) List(ctx context.Context) ([]service.Info, error) {
+func (l *localDeployments) List(ctx context.Context) ([]control.Info, error) {
 	if l.st == nil {
-		return []service.Info{}, nil // nothing deployed yet; reading creates nothing
+		return []control.Info{}, nil // nothing deployed yet; reading creates nothing
 	}
 	return newService(nil, l.st).List(ctx)
 }
 
-func (l *localDeployments) Inspect(ctx context.Context, name string) (service.Details, error) {
+func (l *localDeployments) Inspect(ctx context.Context, name string) (control.Details, error) {
 	if l.st == nil {
-		return service.Details{}, notDeployed(name)
+		return control.Details{}, notDeployed(name)
 	}
 	return newService(nil, l.st).Inspect(ctx, name)
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/urfave/cli/v3"
 
+	"github.com/berm-dev/berm/internal/control"
 	"github.com/berm-dev/berm/internal/service"
 	"github.com/berm-dev/berm/manifest"
 )
@@ -62,30 +63,30 @@ func runInspect(ctx context.Context, e *env, opts inspectOptions, arg string) er
 	return printInspect(e, d)
 }
 
-func inspect(ctx context.Context, e *env, opts inspectOptions, arg string) (service.Details, error) {
+func inspect(ctx context.Context, e *env, opts inspectOptions, arg string) (control.Details, error) {
 	if isReference(arg) {
 		return inspectReference(ctx, e, opts, arg)
 	}
 	if opts.err != nil {
-		return service.Details{}, opts.err // a context that could not be resolved
+		return control.Details{}, opts.err // a context that could not be resolved
 	}
 	if isPath(arg) { // read here, never asked of a server
 		image, err := readImageFile(arg)
 		if err != nil {
-			return service.Details{}, err
+			return control.Details{}, err
 		}
 		d, err := service.Describe("", image, arg)
 		if err != nil {
-			return service.Details{}, fmt.Errorf("%s: %w", arg, err)
+			return control.Details{}, fmt.Errorf("%s: %w", arg, err)
 		}
 		return d, nil
 	}
 	if err := checkTargetName(arg); err != nil {
-		return service.Details{}, err
+		return control.Details{}, err
 	}
 	d, err := opts.open(ctx, e, opts.root, opts.state, existingRoot, opts.reg)
 	if err != nil {
-		return service.Details{}, err
+		return control.Details{}, err
 	}
 	defer d.Close()
 	return d.Inspect(ctx, arg)
@@ -93,23 +94,23 @@ func inspect(ctx context.Context, e *env, opts inspectOptions, arg string) (serv
 
 // inspectReference reads a registry image's manifest: from berm's
 // annotation without pulling the layer, or from the layer when there is none.
-func inspectReference(ctx context.Context, e *env, opts inspectOptions, ref string) (service.Details, error) {
+func inspectReference(ctx context.Context, e *env, opts inspectOptions, ref string) (control.Details, error) {
 	c, err := newRegistryClient(e, opts.reg)
 	if err != nil {
-		return service.Details{}, err
+		return control.Details{}, err
 	}
 	img, err := c.Inspect(ctx, ref)
 	if err != nil {
-		return service.Details{}, err
+		return control.Details{}, err
 	}
 	m, err := manifest.Decode(img.ABI)
 	if err != nil {
-		return service.Details{}, fmt.Errorf("%s: %w", ref, err)
+		return control.Details{}, fmt.Errorf("%s: %w", ref, err)
 	}
-	return service.Details{Digest: img.Digest, Size: int(img.Size), Source: pinned(img), Manifest: m}, nil
+	return control.Details{Digest: img.Digest, Size: int(img.Size), Source: pinned(img), Manifest: m}, nil
 }
 
-func printInspect(e *env, out service.Details) error {
+func printInspect(e *env, out control.Details) error {
 	// Everything below but the digest and size comes from the image.
 	w := printableWriter{e.stdout}
 	if out.Name != "" {

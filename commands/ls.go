@@ -9,7 +9,7 @@ import (
 
 	"github.com/urfave/cli/v3"
 
-	"github.com/berm-dev/berm/internal/service"
+	"github.com/berm-dev/berm/internal/control"
 )
 
 type lsOptions struct {
@@ -62,7 +62,7 @@ func runLs(ctx context.Context, e *env, opts lsOptions) error {
 	}
 	// INIT is shown only when it says something: nearly every program
 	// runs _initialize the usual way, or has none.
-	showInit := slices.ContainsFunc(list, func(p service.Info) bool { return initEachCall(p.Grants) })
+	showInit := slices.ContainsFunc(list, func(p control.Info) bool { return initEachCall(p.Grants) })
 	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
 	if showInit {
 		fmt.Fprintln(tw, "NAME\tDIGEST\tTOOLS\tGRANTS\tINIT\tSOURCE")
@@ -83,7 +83,7 @@ func runLs(ctx context.Context, e *env, opts lsOptions) error {
 	return tw.Flush()
 }
 
-func listPrograms(ctx context.Context, e *env, opts lsOptions) ([]service.Info, error) {
+func listPrograms(ctx context.Context, e *env, opts lsOptions) ([]control.Info, error) {
 	d, err := opts.open(ctx, e, opts.root, opts.state, existingRoot, registryOptions{})
 	if err != nil {
 		return nil, err

@@ -11,7 +11,6 @@ import (
 	"net/url"
 	"strings"
 
-	"github.com/berm-dev/berm/internal/service"
 	"github.com/berm-dev/berm/manifest"
 	"github.com/berm-dev/berm/runtime"
 	"github.com/berm-dev/berm/runtime/sandbox"
@@ -63,8 +62,8 @@ func NewClient(base, token string) (*Client, error) {
 
 // Deploy uploads an image to be deployed under name with grants (nil
 // grants nothing; paths name the server's directories).
-func (c *Client) Deploy(ctx context.Context, name string, image []byte, source string, grants *sandbox.Grants) (service.Info, error) {
-	var info service.Info
+func (c *Client) Deploy(ctx context.Context, name string, image []byte, source string, grants *sandbox.Grants) (Info, error) {
+	var info Info
 	q, err := grantsQuery(grants)
 	if err != nil {
 		return info, err
@@ -78,8 +77,8 @@ func (c *Client) Deploy(ctx context.Context, name string, image []byte, source s
 
 // DeployRef asks the server to pull ref, with its own credentials, and
 // deploy it under name with grants.
-func (c *Client) DeployRef(ctx context.Context, name, ref string, grants *sandbox.Grants) (service.Info, error) {
-	var info service.Info
+func (c *Client) DeployRef(ctx context.Context, name, ref string, grants *sandbox.Grants) (Info, error) {
+	var info Info
 	q, err := grantsQuery(grants)
 	if err != nil {
 		return info, err
@@ -110,15 +109,15 @@ func grantsQuery(g *sandbox.Grants) (url.Values, error) {
 }
 
 // List lists the server's deployments.
-func (c *Client) List(ctx context.Context) ([]service.Info, error) {
-	var list []service.Info
+func (c *Client) List(ctx context.Context) ([]Info, error) {
+	var list []Info
 	err := c.do(ctx, http.MethodGet, "/v1/programs", nil, nil, "", &list)
 	return list, err
 }
 
 // Inspect returns the details of the program deployed under name.
-func (c *Client) Inspect(ctx context.Context, name string) (service.Details, error) {
-	var d service.Details
+func (c *Client) Inspect(ctx context.Context, name string) (Details, error) {
+	var d Details
 	err := c.do(ctx, http.MethodGet, "/v1/programs/"+url.PathEscape(name), nil, nil, "", &d)
 	return d, err
 }

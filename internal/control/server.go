@@ -10,7 +10,6 @@ import (
 	"net/http"
 	"strings"
 
-	"github.com/berm-dev/berm/internal/service"
 	"github.com/berm-dev/berm/manifest"
 	"github.com/berm-dev/berm/runtime"
 	"github.com/berm-dev/berm/runtime/sandbox"
@@ -20,10 +19,10 @@ import (
 // Deployments is what the control API serves: a service's deployments.
 // *service.Service is one; so is the Client, for a server that forwards.
 type Deployments interface {
-	Deploy(ctx context.Context, name string, image []byte, source string, grants *sandbox.Grants) (service.Info, error)
+	Deploy(ctx context.Context, name string, image []byte, source string, grants *sandbox.Grants) (Info, error)
 	Remove(ctx context.Context, name string, keepData bool) error
-	List(ctx context.Context) ([]service.Info, error)
-	Inspect(ctx context.Context, name string) (service.Details, error)
+	List(ctx context.Context) ([]Info, error)
+	Inspect(ctx context.Context, name string) (Details, error)
 }
 
 // Puller pulls an OCI reference for a deploy through the control API,

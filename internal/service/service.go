@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/berm-dev/berm/internal/control"
 	"github.com/berm-dev/berm/manifest"
 	"github.com/berm-dev/berm/runtime"
 	"github.com/berm-dev/berm/runtime/sandbox"
@@ -142,13 +143,13 @@ func (s *Service) Runtime() *runtime.Runtime { return s.rt }
 // grants, replacing what name had (its grants too: nil grants nothing). A
 // refused image or grant changes nothing. On a started service the program
 // is served before Deploy returns.
-func (s *Service) Deploy(ctx context.Context, name string, image []byte, source string, grants *sandbox.Grants) (Info, error) {
+func (s *Service) Deploy(ctx context.Context, name string, image []byte, source string, grants *sandbox.Grants) (control.Info, error) {
 	if s.rt == nil {
-		return Info{}, fmt.Errorf("deploy %s: %w", name, ErrNoRuntime)
+		return control.Info{}, fmt.Errorf("deploy %s: %w", name, ErrNoRuntime)
 	}
 	prepared, err := s.rt.Prepare(ctx, name, image, grants)
 	if err != nil {
-		return Info{}, fmt.Errorf("deploy %s: %w", name, err)
+		return control.Info{}, fmt.Errorf("deploy %s: %w", name, err)
 	}
 	offered := false
 	defer func() {
@@ -157,21 +158,21 @@ func (s *Service) Deploy(ctx context.Context, name string, image []byte, source 
 		}
 	}()
 	if err := s.check(name, prepared.Manifest); err != nil {
-		return Info{}, fmt.Errorf("deploy %s: %w", name, err)
+		return control.Info{}, fmt.Errorf("deploy %s: %w", name, err)
 	}
 	digest, err := s.st.PutImage(image)
 	if err != nil {
-		return Info{}, fmt.Errorf("deploy %s: %w", name, err)
+		return control.Info{}, fmt.Errorf("deploy %s: %w", name, err)
 	}
 	var before *sandbox.Grants
 	if d, err := s.st.Deployment(name); err == nil {
 		before = d.Grants
 	}
 	if err := s.st.Deploy(store.Deployment{Name: name, Digest: digest, Source: source, Grants: recorded(&prepared.Grants)}); err != nil {
-		return Info{}, err
+		return control.Info{}, err
 	}
-	info := Info{Name: name, Digest: digest, Source: source, Grants: recorded(&prepared.Grants)}
-	info.describe(prepared.Manifest)
+	info := control.Info{Name: name, Digest: digest, Source: source, Grants: recorded(&prepared.Grants)}
+	info.Describe(prepared.Manifest)
 	for _, sc := range s.rt.UnknownSyscalls(prepared.Manifest) {
 		info.Warnings = append(info.Warnings, fmt.Sprintf("%s declares syscall %s, which this host does not have: calls to it will trap", name, sc))
 	}
