@@ -71,7 +71,7 @@ func buildScaffold(tb testing.TB, dir, root string) []byte {
 func deployTestImage(tb testing.TB, name string, image []byte) *runtime.Runtime {
 	tb.Helper()
 	ctx := context.Background()
-	rt, err := runtime.New(ctx, runtime.DefaultCallDepth, nil, nil)
+	rt, err := runtime.New(ctx, runtime.Config{})
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -47,7 +47,7 @@ func newRuntime(ctx context.Context, root string, st store.State, cfg runtimeCon
 		kv = st
 	}
 	cacheDir := cacheDir(root, st, cfg.logger)
-	opts := &runtime.Options{
+	opts := &runtime.Config{
 		CacheDir:        cacheDir,
 		Limits:          cfg.limits,
 		Imports:         []runtime.HostModule{host.WASI()},
@@ -56,7 +56,7 @@ func newRuntime(ctx context.Context, root string, st store.State, cfg runtimeCon
 		SnapshotRefused: cfg.refused,
 		Observer:        cfg.observer,
 		// Everything as it came, for comparing and for getting round a
-		// fault of the fast paths (runtime.Options.Plain).
+		// fault of the fast paths (runtime.Config.Plain).
 		Plain: os.Getenv("BERM_PLAIN") == "1",
 	}
 	if cfg.logger != nil && opts.SnapshotRefused == nil {
@@ -73,7 +73,11 @@ func newRuntime(ctx context.Context, root string, st store.State, cfg runtimeCon
 	// Every request a program makes through berm.http is logged, as the
 	// host's errors are.
 	syscalls := append(host.Syscalls(kv), host.HTTP(host.HTTPConfig{Logger: cfg.logger}))
-	return runtime.New(ctx, cfg.depth, syscalls, opts)
+	opts.MaxCallDepth, opts.Syscalls = cfg.depth, syscalls
+	if cfg.depth == 0 {
+		opts.MaxCallDepth = runtime.NoNestedCalls // --max-call-depth 0
+	}
+	return runtime.New(ctx, *opts)
 }
 
 // errNoRoot: --root is empty, as it is by default without a home directory.

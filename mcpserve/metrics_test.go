@@ -213,7 +213,7 @@ func newMetricsServer(tb testing.TB, metrics bool, limits runtime.Limits, opts m
 		tb.Fatal(err)
 	}
 	m := &metricsServer{st: st}
-	ropts := &runtime.Options{
+	ropts := &runtime.Config{
 		CacheDir:     st.CacheDir(),
 		Limits:       limits,
 		Imports:      []runtime.HostModule{host.WASI()},
@@ -227,7 +227,8 @@ func newMetricsServer(tb testing.TB, metrics bool, limits runtime.Limits, opts m
 		}
 		opts.DataUsage = st.DataUsage
 	}
-	rt, err := runtime.New(ctx, runtime.DefaultCallDepth, host.Syscalls(st), ropts)
+	ropts.Syscalls = host.Syscalls(st)
+	rt, err := runtime.New(ctx, *ropts)
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -44,7 +44,8 @@ func newHarness(t testing.TB, limits runtime.Limits, opts *mcpserve.Options) *ha
 		t.Fatal(err)
 	}
 	h := &harness{st: st}
-	h.rt, err = runtime.New(ctx, runtime.DefaultCallDepth, host.Syscalls(st), &runtime.Options{
+	h.rt, err = runtime.New(ctx, runtime.Config{
+		Syscalls: host.Syscalls(st),
 		CacheDir:     st.CacheDir(),
 		Limits:       limits,
 		Imports:      []runtime.HostModule{host.WASI()},
@@ -96,7 +97,7 @@ func (h *harness) deploy(t testing.TB, name, file string) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	other, err := runtime.New(ctx, runtime.DefaultCallDepth, nil, &runtime.Options{CacheDir: h.st.CacheDir()})
+	other, err := runtime.New(ctx, runtime.Config{CacheDir: h.st.CacheDir()})
 	if err != nil {
 		t.Fatal(err)
 	}

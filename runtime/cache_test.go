@@ -26,7 +26,7 @@ func cacheEntries(t testing.TB, dir string) []string {
 
 func TestCacheSharedAcrossRuntimes(t *testing.T) {
 	dir := t.TempDir()
-	first := newRuntime(t, &runtime.Options{CacheDir: dir})
+	first := newRuntime(t, &runtime.Config{CacheDir: dir})
 	deploy(t, first, "echo", "echo.wasm")
 	entries := cacheEntries(t, dir)
 	if len(entries) != 1 {
@@ -35,7 +35,7 @@ func TestCacheSharedAcrossRuntimes(t *testing.T) {
 	before, _ := os.Stat(entries[0])
 	// A second runtime (as a second process would) finds the entry and
 	// leaves it as it was.
-	second := newRuntime(t, &runtime.Options{CacheDir: dir})
+	second := newRuntime(t, &runtime.Config{CacheDir: dir})
 	deploy(t, second, "echo", "echo.wasm")
 	after, _ := os.Stat(entries[0])
 	if !after.ModTime().Equal(before.ModTime()) || len(cacheEntries(t, dir)) != 1 {
@@ -53,7 +53,7 @@ func TestDamagedCacheEntryIsRecompiled(t *testing.T) {
 	for name, damage := range damages {
 		t.Run(name, func(t *testing.T) {
 			dir := t.TempDir()
-			deploy(t, newRuntime(t, &runtime.Options{CacheDir: dir}), "core", "core.wasm")
+			deploy(t, newRuntime(t, &runtime.Config{CacheDir: dir}), "core", "core.wasm")
 			entries := cacheEntries(t, dir)
 			if len(entries) != 1 {
 				t.Fatalf("cache holds %v", entries)
@@ -65,7 +65,7 @@ func TestDamagedCacheEntryIsRecompiled(t *testing.T) {
 			if err := os.WriteFile(entries[0], damage(append([]byte(nil), good...)), 0o600); err != nil {
 				t.Fatal(err)
 			}
-			rt := newRuntime(t, &runtime.Options{CacheDir: dir})
+			rt := newRuntime(t, &runtime.Config{CacheDir: dir})
 			deploy(t, rt, "core", "core.wasm")
 			out, err := rt.Call(context.Background(), "core", "echo", []byte(`{"ok":true}`))
 			check(t, out, err, want{result: `{"ok":true}`})
@@ -83,7 +83,7 @@ func TestDamagedCacheEntryIsRecompiled(t *testing.T) {
 // An invalid module is still an error when a cache is in use: the repair
 // path must not hide it.
 func TestInvalidModuleWithCache(t *testing.T) {
-	rt := newRuntime(t, &runtime.Options{CacheDir: t.TempDir()})
+	rt := newRuntime(t, &runtime.Config{CacheDir: t.TempDir()})
 	// (module (memory (export "memory") 1) (func (export "berm_tool_t") <0xff>))
 	bad := []byte{
 		0x00, 0x61, 0x73, 0x6d, 0x01, 0x00, 0x00, 0x00,
@@ -125,7 +125,7 @@ func TestCacheIOErrorIsHost(t *testing.T) {
 	for name, breakDir := range breaks {
 		t.Run(name, func(t *testing.T) {
 			dir := t.TempDir()
-			rt := newRuntime(t, &runtime.Options{CacheDir: dir})
+			rt := newRuntime(t, &runtime.Config{CacheDir: dir})
 			versions, err := filepath.Glob(filepath.Join(dir, "wazero-*"))
 			if err != nil || len(versions) != 1 {
 				t.Fatalf("cache versions %v (%v)", versions, err)
@@ -150,7 +150,7 @@ func TestCacheIOErrorIsHost(t *testing.T) {
 	if err := os.WriteFile(file, nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	_, err := runtime.New(context.Background(), runtime.DefaultCallDepth, nil, &runtime.Options{CacheDir: file})
+	_, err := runtime.New(context.Background(), runtime.Config{CacheDir: file})
 	if !errors.Is(err, runtime.ErrHost) {
 		t.Fatalf("a file as the cache directory: %v, want ErrHost", err)
 	}
@@ -167,7 +167,7 @@ func BenchmarkCompile(b *testing.B) {
 	ctx := context.Background()
 	b.Run("cold", func(b *testing.B) {
 		for b.Loop() {
-			rt, err := runtime.New(ctx, runtime.DefaultCallDepth, nil, &runtime.Options{CacheDir: b.TempDir()})
+			rt, err := runtime.New(ctx, runtime.Config{CacheDir: b.TempDir()})
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -179,13 +179,13 @@ func BenchmarkCompile(b *testing.B) {
 	})
 	b.Run("cached", func(b *testing.B) {
 		dir := b.TempDir()
-		warm, _ := runtime.New(ctx, runtime.DefaultCallDepth, nil, &runtime.Options{CacheDir: dir})
+		warm, _ := runtime.New(ctx, runtime.Config{CacheDir: dir})
 		if _, err := warm.Deploy(ctx, "hello", image, nil); err != nil {
 			b.Fatal(err)
 		}
 		warm.Close(ctx)
 		for b.Loop() {
-			rt, err := runtime.New(ctx, runtime.DefaultCallDepth, nil, &runtime.Options{CacheDir: dir})
+			rt, err := runtime.New(ctx, runtime.Config{CacheDir: dir})
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -215,7 +215,7 @@ func TestCompileEndsWithContext(t *testing.T) {
 	}{{"", 20 * time.Millisecond}, {t.TempDir(), 20 * time.Millisecond}, {"", 400 * time.Millisecond},
 		{t.TempDir(), 400 * time.Millisecond}, {t.TempDir(), time.Second}} {
 		dir := tt.dir
-		rt, err := runtime.New(context.Background(), runtime.DefaultCallDepth, nil, &runtime.Options{CacheDir: dir})
+		rt, err := runtime.New(context.Background(), runtime.Config{CacheDir: dir})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -236,7 +236,7 @@ func TestCompileEndsWithContext(t *testing.T) {
 // process under go test -race (a server's sync deploying as it closed).
 func TestCompileAfterClose(t *testing.T) {
 	t.Parallel()
-	rt, err := runtime.New(context.Background(), runtime.DefaultCallDepth, nil, &runtime.Options{CacheDir: t.TempDir()})
+	rt, err := runtime.New(context.Background(), runtime.Config{CacheDir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -223,7 +223,7 @@ func (r *Runtime) logDropped(ctx context.Context, c *Call) {
 }
 
 // MaxHostErrors bounds the host errors of one top-level call handed to
-// Options.HostError: a program retrying a failing berm.set in a loop would
+// Config.HostError: a program retrying a failing berm.set in a loop would
 // otherwise write the operator's log as fast as it loops.
 const MaxHostErrors = 10
 

@@ -59,7 +59,7 @@ func TestDeadlineAttackLeafCalls(t *testing.T) {
 	image := leafCallsImage()
 	for _, path := range paths {
 		t.Run(path.name, func(t *testing.T) {
-			rt := newRuntime(t, &runtime.Options{Plain: path.plain, Limits: runtime.Limits{Deadline: deadline}})
+			rt := newRuntime(t, &runtime.Config{Plain: path.plain, Limits: runtime.Limits{Deadline: deadline}})
 			if _, err := rt.Deploy(context.Background(), "leafcalls", image, nil); err != nil {
 				t.Fatal(err)
 			}

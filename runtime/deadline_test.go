@@ -76,11 +76,11 @@ func TestDeadlinePaths(t *testing.T) {
 	}
 	for _, path := range paths {
 		t.Run(path.name, func(t *testing.T) {
-			rt := newRuntime(t, &runtime.Options{Plain: path.plain, Limits: runtime.Limits{Deadline: deadline}})
+			rt := newRuntime(t, &runtime.Config{Plain: path.plain, Limits: runtime.Limits{Deadline: deadline}})
 			deployFile(t, rt, "kernel", filepath.Join("testdata", "kernel", "kernel.wasm"))
-			deployFile(t, rt, "stop", filepath.Join("transform", "testdata", "stop.wasm"))
-			deployFile(t, rt, "startloop", filepath.Join("transform", "testdata", "startloop.wasm"))
-			deployFile(t, rt, "ops", filepath.Join("transform", "testdata", "ops.wasm"))
+			deployFile(t, rt, "stop", filepath.Join("internal", "transform", "testdata", "stop.wasm"))
+			deployFile(t, rt, "startloop", filepath.Join("internal", "transform", "testdata", "startloop.wasm"))
+			deployFile(t, rt, "ops", filepath.Join("internal", "transform", "testdata", "ops.wasm"))
 			deploy(t, rt, "nest", "nest.wasm")
 			deploy(t, rt, "core", "core.wasm")
 			for _, tt := range tests {
@@ -101,7 +101,7 @@ func TestDeadlinePaths(t *testing.T) {
 			})
 			t.Run("kernel", func(t *testing.T) {
 				// The plain path takes over the short deadline for this.
-				rt := newRuntime(t, &runtime.Options{Plain: path.plain})
+				rt := newRuntime(t, &runtime.Config{Plain: path.plain})
 				deployFile(t, rt, "kernel", filepath.Join("testdata", "kernel", "kernel.wasm"))
 				out, err := rt.Call(context.Background(), "kernel", "sha256", []byte(`{"mib":3}`))
 				if err != nil || string(out.Result) != kernelDigest(3) {
@@ -145,9 +145,9 @@ func TestDeadlineLetsGoRun(t *testing.T) {
 	const deadline = 5 * time.Second
 	for _, path := range paths {
 		t.Run(path.name, func(t *testing.T) {
-			rt := newRuntime(t, &runtime.Options{Plain: path.plain, Limits: runtime.Limits{Deadline: deadline}})
+			rt := newRuntime(t, &runtime.Config{Plain: path.plain, Limits: runtime.Limits{Deadline: deadline}})
 			deployFile(t, rt, "kernel", filepath.Join("testdata", "kernel", "kernel.wasm"))
-			deployFile(t, rt, "stop", filepath.Join("transform", "testdata", "stop.wasm"))
+			deployFile(t, rt, "stop", filepath.Join("internal", "transform", "testdata", "stop.wasm"))
 			spinners := goruntime.GOMAXPROCS(0) + 1
 			done := make(chan error, spinners)
 			for i := range spinners {
@@ -198,7 +198,7 @@ func TestDeadlineRewriteValidatesFirst(t *testing.T) {
 	image := manifest.AppendSection(b, []byte(`{"abi_version":0,"tools":[{"name":"spin"}]}`))
 	for _, path := range paths {
 		t.Run(path.name, func(t *testing.T) {
-			rt := newRuntime(t, &runtime.Options{Plain: path.plain, Limits: runtime.Limits{Deadline: 200 * time.Millisecond}})
+			rt := newRuntime(t, &runtime.Config{Plain: path.plain, Limits: runtime.Limits{Deadline: 200 * time.Millisecond}})
 			_, err := rt.Deploy(context.Background(), "invalid", image, nil)
 			if !errors.Is(err, manifest.ErrInvalid) {
 				t.Fatalf("deploy of a module naming a global it lacks: %v, want ErrInvalid", err)
@@ -225,7 +225,7 @@ func TestDeadlineEscapes(t *testing.T) {
 	}}
 	for _, path := range paths {
 		t.Run(path.name, func(t *testing.T) {
-			rt := newRuntimeDepth(t, runtime.DefaultCallDepth, []runtime.Syscall{slow}, &runtime.Options{
+			rt := newRuntimeDepth(t, runtime.DefaultCallDepth, []runtime.Syscall{slow}, &runtime.Config{
 				Plain:        path.plain,
 				Limits:       runtime.Limits{Deadline: deadline},
 				Imports:      []runtime.HostModule{host.WASI()},
@@ -264,7 +264,7 @@ func TestDeadlineTickNotImportable(t *testing.T) {
 	image := manifest.AppendSection(b, []byte(`{"abi_version":0,"tools":[{"name":"tick"}]}`))
 	for _, path := range paths {
 		t.Run(path.name, func(t *testing.T) {
-			rt := newRuntime(t, &runtime.Options{Plain: path.plain})
+			rt := newRuntime(t, &runtime.Config{Plain: path.plain})
 			_, err := rt.Deploy(context.Background(), "tick", image, nil)
 			if !errors.Is(err, manifest.ErrBermImport) {
 				t.Fatalf("deploy of a module importing berm.deadline: %v, want ErrBermImport", err)
@@ -329,7 +329,7 @@ func TestDeadlineWeighs(t *testing.T) {
 	image := weighModule()
 	for _, path := range paths {
 		t.Run(path.name, func(t *testing.T) {
-			rt := newRuntime(t, &runtime.Options{Plain: path.plain, Limits: runtime.Limits{Deadline: deadline}})
+			rt := newRuntime(t, &runtime.Config{Plain: path.plain, Limits: runtime.Limits{Deadline: deadline}})
 			if _, err := rt.Deploy(context.Background(), "weigh", image, nil); err != nil {
 				t.Fatal(err)
 			}
@@ -354,7 +354,7 @@ func TestCloseEndsCalls(t *testing.T) {
 			t.Run(path.name+"/"+call.tool, func(t *testing.T) {
 				rt := newRuntimeDepth(t, runtime.DefaultCallDepth, []runtime.Syscall{{Name: "test.slow", Func: func(context.Context, *runtime.Call, [][]byte) (uint64, error) {
 					return 0, nil
-				}}}, &runtime.Options{
+				}}}, &runtime.Config{
 					Plain:        path.plain,
 					Limits:       runtime.Limits{Deadline: deadline},
 					Imports:      []runtime.HostModule{host.WASI()},
@@ -392,7 +392,7 @@ func TestCloseEndsCalls(t *testing.T) {
 func BenchmarkWASICalls(b *testing.B) {
 	for _, path := range paths {
 		b.Run(path.name, func(b *testing.B) {
-			rt := newRuntime(b, &runtime.Options{
+			rt := newRuntime(b, &runtime.Config{
 				Plain:        path.plain,
 				Imports:      []runtime.HostModule{host.WASI()},
 				ModuleConfig: host.ModuleConfig(),
@@ -475,7 +475,7 @@ func TestDeadlineSlack(t *testing.T) {
 	for _, path := range paths {
 		t.Run(path.name, func(t *testing.T) {
 			plain := path.plain || os.Getenv("BERM_PLAIN") == "1"
-			rt := newRuntime(t, &runtime.Options{Plain: path.plain, Limits: runtime.Limits{Deadline: deadline}})
+			rt := newRuntime(t, &runtime.Config{Plain: path.plain, Limits: runtime.Limits{Deadline: deadline}})
 			deployLocal(t, rt, "fresh", "deadline_fresh.wasm")
 			for name, image := range leaves {
 				if _, err := rt.Deploy(context.Background(), name, image, nil); err != nil {
@@ -487,7 +487,7 @@ func TestDeadlineSlack(t *testing.T) {
 				// of it would keep the collector busy for the tests after,
 				// and its stops of the world wait on spinning programs that
 				// never yield (TestDeadlineLetsGoRun).
-				big := newRuntime(t, &runtime.Options{Limits: runtime.Limits{Deadline: deadline, Memory: 1 << 30}})
+				big := newRuntime(t, &runtime.Config{Limits: runtime.Limits{Deadline: deadline, Memory: 1 << 30}})
 				deployLocal(t, big, "fresh", "deadline_fresh.wasm")
 				for _, tool := range []string{"fill", "copy", "copydown"} {
 					t.Run("fresh."+tool, func(t *testing.T) {

@@ -9,7 +9,7 @@
 // tables for other import modules (WASI, say). Anything else a program calls
 // traps, because nothing is registered for it.
 //
-//	rt, err := runtime.New(ctx, runtime.DefaultCallDepth, hostSyscalls, nil)
+//	rt, err := runtime.New(ctx, runtime.Config{Syscalls: hostSyscalls})
 //	defer rt.Close(ctx)
 //	_, err = rt.Deploy(ctx, "example", image, nil)
 //	out, err := rt.Call(ctx, "example", "echo", []byte(`{"query":"hello"}`))

@@ -35,7 +35,7 @@ var (
 	// (wrapped: errors.As finds the *fs.PathError), the memory of all
 	// instances at Limits.TotalMemory (try again later), or a host syscall's
 	// error, which also traps (ErrTrap) and whose text goes only to
-	// Options.HostError.
+	// Config.HostError.
 	ErrHost = errors.New("host error")
 )
 

@@ -11,7 +11,7 @@ import (
 
 func Example() {
 	ctx := context.Background()
-	rt, err := runtime.New(ctx, runtime.DefaultCallDepth, nil, nil)
+	rt, err := runtime.New(ctx, runtime.Config{})
 	if err != nil {
 		panic(err)
 	}
@@ -37,6 +37,32 @@ func Example() {
 	// host error: true
 }
 
+// The README's embedding snippet, whole: compiled code cached in a
+// directory, the host's syscalls beside the core ones.
+func Example_embedding() {
+	ctx := context.Background()
+	dir, _ := os.MkdirTemp("", "berm-cache-")
+	defer os.RemoveAll(dir)
+	var hostSyscalls []runtime.Syscall // an embedder's own, or runtime/host's
+	image, _ := os.ReadFile("../testdata/core.wasm")
+
+	rt, err := runtime.New(ctx, runtime.Config{Syscalls: hostSyscalls, CacheDir: dir})
+	if err != nil {
+		panic(err)
+	}
+	defer rt.Close(ctx)
+	_, err = rt.Deploy(ctx, "example", image, nil) // nil: no grants
+	if err != nil {
+		panic(err)
+	}
+	out, err := rt.Call(ctx, "example", "echo", []byte(`{"query":"hello"}`))
+	// err is the host's (no such tool, bad arguments, a trap, the deadline);
+	// out.Failed and out.Failure are the program's own failure; out.Result its result.
+	fmt.Println(string(out.Result), out.Failed, err)
+	// Output:
+	// {"query":"hello"} false <nil>
+}
+
 func ExampleNew() {
 	ctx := context.Background()
 	// A host syscall: programs that declare "example.answer" may call it.
@@ -47,8 +73,9 @@ func ExampleNew() {
 			return 42, nil
 		},
 	}
-	rt, err := runtime.New(ctx, runtime.DefaultCallDepth, []runtime.Syscall{answer}, &runtime.Options{
-		Limits: runtime.Limits{Memory: 16 << 20},
+	rt, err := runtime.New(ctx, runtime.Config{
+		Syscalls: []runtime.Syscall{answer},
+		Limits:   runtime.Limits{Memory: 16 << 20},
 	})
 	if err != nil {
 		panic(err)
@@ -65,7 +92,7 @@ func ExampleNew() {
 
 func ExampleRuntime_Deploy() {
 	ctx := context.Background()
-	rt, _ := runtime.New(ctx, runtime.DefaultCallDepth, nil, nil)
+	rt, _ := runtime.New(ctx, runtime.Config{})
 	defer rt.Close(ctx)
 	image, _ := os.ReadFile("../testdata/echo.wasm")
 	p, err := rt.Deploy(ctx, "echo", image, nil)
@@ -82,7 +109,7 @@ func ExampleRuntime_Deploy() {
 
 func ExampleRuntime_Call() {
 	ctx := context.Background()
-	rt, _ := runtime.New(ctx, runtime.DefaultCallDepth, nil, nil)
+	rt, _ := runtime.New(ctx, runtime.Config{})
 	defer rt.Close(ctx)
 	image, _ := os.ReadFile("../testdata/core.wasm")
 	rt.Deploy(ctx, "core", image, nil)
@@ -96,13 +123,14 @@ func ExampleRuntime_Call() {
 
 // A host syscall's error stops the program, which sees only the syscall's
 // name and "host error"; the error itself, which may name the host's files,
-// goes to Options.HostError for the host's log.
-func ExampleOptions_hostError() {
+// goes to Config.HostError for the host's log.
+func ExampleConfig_hostError() {
 	ctx := context.Background()
 	oops := runtime.Syscall{Name: "test.oops", Func: func(context.Context, *runtime.Call, [][]byte) (uint64, error) {
 		return 0, &os.PathError{Op: "open", Path: "/srv/secret", Err: os.ErrPermission}
 	}}
-	rt, _ := runtime.New(ctx, runtime.DefaultCallDepth, []runtime.Syscall{oops}, &runtime.Options{
+	rt, _ := runtime.New(ctx, runtime.Config{
+		Syscalls: []runtime.Syscall{oops},
 		HostError: func(_ context.Context, program, tool string, err error) {
 			fmt.Printf("log: %s.%s: %v\n", program, tool, err)
 		},
@@ -123,7 +151,7 @@ func ExampleOptions_hostError() {
 // is still wanted (a newer deployment may have come meanwhile).
 func ExampleRuntime_Install() {
 	ctx := context.Background()
-	rt, err := runtime.New(ctx, runtime.DefaultCallDepth, nil, nil)
+	rt, err := runtime.New(ctx, runtime.Config{})
 	if err != nil {
 		panic(err)
 	}

@@ -19,7 +19,7 @@ import (
 // stderr, under the binary's WASI table: a grant reaches the program as
 // the deployment says, and nothing else does.
 
-// logged collects the lines of Options.Log.
+// logged collects the lines of Config.Log.
 type logged struct {
 	mu    sync.Mutex
 	lines []string
@@ -42,7 +42,7 @@ func (l *logged) take() []string {
 // wasiRuntime is a runtime with the binary's WASI table, logging to l.
 func wasiRuntime(t *testing.T, limits runtime.Limits, l *logged) *runtime.Runtime {
 	t.Helper()
-	opts := &runtime.Options{Limits: limits, Imports: []runtime.HostModule{host.WASI()}, ModuleConfig: host.ModuleConfig()}
+	opts := &runtime.Config{Limits: limits, Imports: []runtime.HostModule{host.WASI()}, ModuleConfig: host.ModuleConfig()}
 	if l != nil {
 		opts.Log = l.log
 	}
@@ -159,7 +159,7 @@ func TestGrantsEnvironConcurrent(t *testing.T) {
 }
 
 // TestWASIOutputLogged: what a WASI program writes to stdout and stderr
-// reaches Options.Log line by line (a last line without its newline when
+// reaches Config.Log line by line (a last line without its newline when
 // the call ends), under the same bound as berm.log.
 func TestWASIOutputLogged(t *testing.T) {
 	var l logged
@@ -188,7 +188,7 @@ func TestWASIOutputLogged(t *testing.T) {
 	}
 }
 
-// TestWASIOutputWithoutLog: with no Options.Log, output goes nowhere and
+// TestWASIOutputWithoutLog: with no Config.Log, output goes nowhere and
 // the call is as it was.
 func TestWASIOutputWithoutLog(t *testing.T) {
 	rt := wasiRuntime(t, runtime.Limits{}, nil)

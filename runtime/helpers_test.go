@@ -11,24 +11,24 @@ import (
 
 // newRuntime returns a runtime with the core syscalls and default limits,
 // closed when the test ends.
-func newRuntime(tb testing.TB, opts *runtime.Options) *runtime.Runtime {
+func newRuntime(tb testing.TB, opts *runtime.Config) *runtime.Runtime {
 	tb.Helper()
 	return newRuntimeDepth(tb, runtime.DefaultCallDepth, nil, opts)
 }
 
-func newRuntimeDepth(tb testing.TB, depth int, syscalls []runtime.Syscall, opts *runtime.Options) *runtime.Runtime {
+func newRuntimeDepth(tb testing.TB, depth int, syscalls []runtime.Syscall, opts *runtime.Config) *runtime.Runtime {
 	tb.Helper()
 	ctx := context.Background()
+	cfg := runtime.Config{}
+	if opts != nil {
+		cfg = *opts
+	}
+	cfg.MaxCallDepth, cfg.Syscalls = depth, syscalls
 	// BERM_PLAIN=1 runs every test on the plain path.
 	if os.Getenv("BERM_PLAIN") == "1" {
-		o := runtime.Options{}
-		if opts != nil {
-			o = *opts
-		}
-		o.Plain = true
-		opts = &o
+		cfg.Plain = true
 	}
-	rt, err := runtime.New(ctx, depth, syscalls, opts)
+	rt, err := runtime.New(ctx, cfg)
 	if err != nil {
 		tb.Fatal(err)
 	}

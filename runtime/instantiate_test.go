@@ -205,7 +205,7 @@ func TestInstantiateBounds(t *testing.T) {
 func TestInstantiateBudget(t *testing.T) {
 	ctx := context.Background()
 	image := splice(t, passiveEntries(20_000))
-	small := newRuntime(t, &runtime.Options{Limits: runtime.Limits{TotalMemory: 1 << 20}})
+	small := newRuntime(t, &runtime.Config{Limits: runtime.Limits{TotalMemory: 1 << 20}})
 	if _, err := small.Deploy(ctx, "p", image, nil); err != nil {
 		t.Fatal(err)
 	}
@@ -213,7 +213,7 @@ func TestInstantiateBudget(t *testing.T) {
 	check(t, out, err, want{err: runtime.ErrHost, words: []string{"KiB (its memory and what wazero builds for it), more than is left of the limit of 1024 KiB on all instances together"}})
 
 	// Under a total that takes it, the call runs, and gives it all back.
-	fits := newRuntime(t, &runtime.Options{Limits: runtime.Limits{TotalMemory: 4 << 20}})
+	fits := newRuntime(t, &runtime.Config{Limits: runtime.Limits{TotalMemory: 4 << 20}})
 	p, err := fits.Deploy(ctx, "p", image, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -265,7 +265,7 @@ func TestInstantiateDeadline(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			var ready atomic.Int64
-			rt := newRuntime(t, &runtime.Options{
+			rt := newRuntime(t, &runtime.Config{
 				Limits:   runtime.Limits{Deadline: tt.deadline},
 				Observer: runtime.Observer{Instantiate: func(string, time.Duration) { ready.Add(1) }},
 			})

@@ -37,7 +37,7 @@ func TestAttackDeadlineCountCarries(t *testing.T) {
 	if plainEnv {
 		t.Skip("the plain path has no countdown: wazero stops a cancelled call at once")
 	}
-	rt := poolRuntime(t, runtime.Options{})
+	rt := poolRuntime(t, runtime.Config{})
 	deployPoolFile(t, rt, "tick", "attack2_tick.wasm", nil)
 	probe := func() error {
 		_, err := rt.Call(cancelled(), "tick", "probe", []byte(`{}`))
@@ -66,7 +66,7 @@ func fsleak(t *testing.T) *runtime.Runtime {
 	if err := os.WriteFile(filepath.Join(dir, "f"), []byte("x"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	rt := poolRuntime(t, runtime.Options{})
+	rt := poolRuntime(t, runtime.Config{})
 	deployPoolFile(t, rt, "fsleak", "attack2_fs.wasm",
 		&sandbox.Grants{Dirs: []sandbox.Dir{{Host: dir, Guest: "/data"}}})
 	return rt

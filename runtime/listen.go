@@ -10,7 +10,7 @@ import (
 // A program may loop on a host function and never reach a place the
 // deadline's count or wazero's check looks at: random_get of 1 MB, fd_write
 // of 63 MB, again and again, ran 25 s past a deadline of 300 ms. So every
-// function of every host module (WASI, Options.Imports, and the modules link
+// function of every host module (WASI, Config.Imports, and the modules link
 // makes) is compiled with hostListener, which traps once the call's context
 // is done or the runtime is closing, before the function runs. berm's own
 // module checks the same in its functions (dispatch, tick).

@@ -93,7 +93,7 @@ func procStatus(t *testing.T, field string) uint64 {
 
 func TestTotalMemory(t *testing.T) {
 	ctx := context.Background()
-	rt := newRuntime(t, &runtime.Options{Limits: runtime.Limits{Memory: 8 << 20, TotalMemory: 4 << 20}})
+	rt := newRuntime(t, &runtime.Config{Limits: runtime.Limits{Memory: 8 << 20, TotalMemory: 4 << 20}})
 	// One instance alone stops at TotalMemory, under its own limit, less
 	// the program's image, which the budget holds for the program's life.
 	held, _ := runtime.ImageBytes(deployLocal(t, rt, "grow", "grow.wasm"))
@@ -109,7 +109,7 @@ func TestTotalMemory(t *testing.T) {
 	check(t, out, err, want{result: "refused:berm.call grow.grow: host error: memory: an instance takes 64 KiB (its memory and what wazero builds for it), more than is left of the limit of 4096 KiB on all instances together"})
 
 	// A top-level call likewise, with ErrHost.
-	tiny := newRuntime(t, &runtime.Options{Limits: runtime.Limits{TotalMemory: 32 << 10}})
+	tiny := newRuntime(t, &runtime.Config{Limits: runtime.Limits{TotalMemory: 32 << 10}})
 	deployLocal(t, tiny, "grow", "grow.wasm")
 	_, err = tiny.Call(ctx, "grow", "grow", []byte(`{}`))
 	if !errors.Is(err, runtime.ErrHost) || errors.Is(err, runtime.ErrTrap) {
@@ -117,7 +117,7 @@ func TestTotalMemory(t *testing.T) {
 	}
 
 	// Without TotalMemory, each instance has its own limit.
-	free := newRuntime(t, &runtime.Options{Limits: runtime.Limits{Memory: 8 << 20}})
+	free := newRuntime(t, &runtime.Config{Limits: runtime.Limits{Memory: 8 << 20}})
 	deployLocal(t, free, "grow", "grow.wasm")
 	out, err = free.Call(ctx, "grow", "grow_call", []byte(`{}`))
 	check(t, out, err, want{result: "128"})
@@ -128,7 +128,7 @@ func TestTotalMemory(t *testing.T) {
 func TestMemoryIsFresh(t *testing.T) {
 	ctx := context.Background()
 	for _, limit := range []uint64{256 << 10, 8 << 20} {
-		rt := newRuntime(t, &runtime.Options{Limits: runtime.Limits{Memory: limit}})
+		rt := newRuntime(t, &runtime.Config{Limits: runtime.Limits{Memory: limit}})
 		deployLocal(t, rt, "grow", "grow.wasm")
 		for range 3 {
 			out, err := rt.Call(ctx, "grow", "fresh", []byte(`{}`))

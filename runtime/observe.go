@@ -41,7 +41,7 @@ const (
 	// CacheRepair: the cache's entry was damaged; it was compiled anew and
 	// written over (see compile).
 	CacheRepair CacheResult = "repair"
-	// CacheNone: the runtime has no cache directory (Options.CacheDir).
+	// CacheNone: the runtime has no cache directory (Config.CacheDir).
 	CacheNone CacheResult = ""
 )
 

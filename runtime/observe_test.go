@@ -51,7 +51,7 @@ func (o *observed) take() (compiles []runtime.CacheResult, instances []string) {
 func TestObserveCompile(t *testing.T) {
 	dir := t.TempDir()
 	var o observed
-	rt := newRuntime(t, &runtime.Options{CacheDir: dir, Observer: o.observer()})
+	rt := newRuntime(t, &runtime.Config{CacheDir: dir, Observer: o.observer()})
 	step := func(what string, want ...runtime.CacheResult) {
 		t.Helper()
 		if got, _ := o.take(); !slices.Equal(got, want) {
@@ -67,7 +67,7 @@ func TestObserveCompile(t *testing.T) {
 
 	// Another runtime on the same directory, as another process: from disk.
 	var other observed
-	second := newRuntime(t, &runtime.Options{CacheDir: dir, Observer: other.observer()})
+	second := newRuntime(t, &runtime.Config{CacheDir: dir, Observer: other.observer()})
 	deploy(t, second, "core", "core.wasm")
 	if got, _ := other.take(); !slices.Equal(got, []runtime.CacheResult{runtime.CacheHit}) {
 		t.Errorf("second runtime: compiles %q, want hit", got)
@@ -80,7 +80,7 @@ func TestObserveCompile(t *testing.T) {
 		}
 	}
 	var third observed
-	deploy(t, newRuntime(t, &runtime.Options{CacheDir: dir, Observer: third.observer()}), "core", "core.wasm")
+	deploy(t, newRuntime(t, &runtime.Config{CacheDir: dir, Observer: third.observer()}), "core", "core.wasm")
 	if got, _ := third.take(); !slices.Equal(got, []runtime.CacheResult{runtime.CacheRepair}) {
 		t.Errorf("damaged entry: compiles %q, want repair", got)
 	}
@@ -93,7 +93,7 @@ func TestObserveCompile(t *testing.T) {
 
 	// Without a cache directory, the time without a result.
 	var none observed
-	deploy(t, newRuntime(t, &runtime.Options{Observer: none.observer()}), "core", "core.wasm")
+	deploy(t, newRuntime(t, &runtime.Config{Observer: none.observer()}), "core", "core.wasm")
 	if got, _ := none.take(); !slices.Equal(got, []runtime.CacheResult{runtime.CacheNone}) {
 		t.Errorf("no cache: compiles %q, want none", got)
 	}
@@ -101,7 +101,7 @@ func TestObserveCompile(t *testing.T) {
 
 func TestObserveInstantiate(t *testing.T) {
 	var o observed
-	rt := newRuntime(t, &runtime.Options{Observer: o.observer()})
+	rt := newRuntime(t, &runtime.Config{Observer: o.observer()})
 	ctx := context.Background()
 	// The snapshot's instance, made at the first call, is not the call's.
 	deploy(t, rt, "init", "init.wasm").Warm(ctx)
@@ -129,7 +129,7 @@ func ExampleObserver() {
 	ctx := context.Background()
 	dir, _ := os.MkdirTemp("", "cache-")
 	defer os.RemoveAll(dir)
-	rt, err := runtime.New(ctx, runtime.DefaultCallDepth, nil, &runtime.Options{
+	rt, err := runtime.New(ctx, runtime.Config{
 		CacheDir: dir,
 		Observer: runtime.Observer{
 			Compile:     func(d time.Duration, cache runtime.CacheResult) { fmt.Println("compile:", cache) },

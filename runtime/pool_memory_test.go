@@ -96,7 +96,7 @@ func TestPoolResetPages(t *testing.T) {
 	for _, file := range pagesImages {
 		for _, tool := range []string{"none", "read", "write", "fill"} {
 			t.Run(file+"/"+tool, func(t *testing.T) {
-				rt := poolRuntime(t, runtime.Options{})
+				rt := poolRuntime(t, runtime.Config{})
 				p := deployPoolFile(t, rt, "pages", file, nil)
 				if err := runtime.AddIdle(ctx, rt, p); err != nil {
 					t.Fatal(err)
@@ -162,7 +162,7 @@ func TestPoolIdleMemory(t *testing.T) {
 		t.Skip("the plain path pools no instances")
 	}
 	const total = 100 << 20
-	rt := poolRuntime(t, runtime.Options{Limits: runtime.Limits{Memory: 64 << 20, TotalMemory: total}})
+	rt := poolRuntime(t, runtime.Config{Limits: runtime.Limits{Memory: 64 << 20, TotalMemory: total}})
 	ctx := context.Background()
 	goruntime.GC()
 	before := vmRSS(t)
@@ -189,7 +189,7 @@ func TestPoolResetPagesSmall(t *testing.T) {
 		t.Skip("the plain path pools no instances")
 	}
 	ctx := context.Background()
-	rt := poolRuntime(t, runtime.Options{})
+	rt := poolRuntime(t, runtime.Config{})
 	p, err := rt.Deploy(ctx, "echo", fixture(t, "echo.wasm"), nil)
 	if err != nil {
 		t.Fatal(err)
@@ -239,7 +239,7 @@ func TestRegionReuse(t *testing.T) {
 	} {
 		t.Run(c.file+"/"+c.tool, func(t *testing.T) {
 			for _, plain := range []bool{false, true} {
-				rt := poolRuntime(t, runtime.Options{Plain: plain, Limits: runtime.Limits{Memory: 64 << 20}})
+				rt := poolRuntime(t, runtime.Config{Plain: plain, Limits: runtime.Limits{Memory: 64 << 20}})
 				name := strings.ReplaceAll(strings.TrimSuffix(c.file, ".wasm"), "_", "-")
 				args := []byte(`{}`)
 				if name == "echo" {

@@ -18,7 +18,7 @@ import (
 var plainEnv = os.Getenv("BERM_PLAIN") == "1"
 
 // poolRuntime is a runtime with WASI, under BERM_PLAIN as every test's.
-func poolRuntime(t testing.TB, opts runtime.Options) *runtime.Runtime {
+func poolRuntime(t testing.TB, opts runtime.Config) *runtime.Runtime {
 	t.Helper()
 	opts.Imports = []runtime.HostModule{host.WASI()}
 	if opts.ModuleConfig == nil {
@@ -78,7 +78,7 @@ func TestPoolNoLeak(t *testing.T) {
 
 func testPoolNoLeak(t *testing.T, file string) {
 	dir := t.TempDir()
-	rt := poolRuntime(t, runtime.Options{Limits: runtime.Limits{Deadline: 2 * time.Second}})
+	rt := poolRuntime(t, runtime.Config{Limits: runtime.Limits{Deadline: 2 * time.Second}})
 	p := deployPoolFile(t, rt, "pool", file, &sandbox.Grants{Dirs: []sandbox.Dir{{Host: dir, Guest: "/d", Write: true}}})
 	ctx := context.Background()
 	for range 5 {
@@ -122,7 +122,7 @@ func TestPoolConcurrent(t *testing.T) {
 }
 
 func testPoolConcurrent(t *testing.T, file string) {
-	rt := poolRuntime(t, runtime.Options{Limits: runtime.Limits{Deadline: 5 * time.Second}})
+	rt := poolRuntime(t, runtime.Config{Limits: runtime.Limits{Deadline: 5 * time.Second}})
 	p := deployPoolFile(t, rt, "pool", file, &sandbox.Grants{Dirs: []sandbox.Dir{{Host: t.TempDir(), Guest: "/d", Write: true}}})
 	ctx := context.Background()
 	var wg sync.WaitGroup
@@ -161,7 +161,7 @@ func testPoolConcurrent(t *testing.T, file string) {
 func TestPoolOutput(t *testing.T) {
 	var mu sync.Mutex
 	var tools []string
-	rt := poolRuntime(t, runtime.Options{Log: func(_ context.Context, _, tool string, line []byte) {
+	rt := poolRuntime(t, runtime.Config{Log: func(_ context.Context, _, tool string, line []byte) {
 		mu.Lock()
 		tools = append(tools, tool+": "+string(line))
 		mu.Unlock()
@@ -187,8 +187,8 @@ func TestPoolOutput(t *testing.T) {
 // page each take turns under a total that holds their images (charged for
 // the programs' lives) and one instance, but not two.
 func TestPoolBudget(t *testing.T) {
-	held, _ := runtime.ImageBytes(deployPool(t, poolRuntime(t, runtime.Options{}), "a", nil))
-	rt := poolRuntime(t, runtime.Options{Limits: runtime.Limits{TotalMemory: 2*held + 2*runtime.PageSize - 1}})
+	held, _ := runtime.ImageBytes(deployPool(t, poolRuntime(t, runtime.Config{}), "a", nil))
+	rt := poolRuntime(t, runtime.Config{Limits: runtime.Limits{TotalMemory: 2*held + 2*runtime.PageSize - 1}})
 	deployPool(t, rt, "a", nil)
 	deployPool(t, rt, "b", nil)
 	for range 3 {
@@ -199,7 +199,7 @@ func TestPoolBudget(t *testing.T) {
 
 // A program replaced or removed closes its idle instances.
 func TestPoolRetire(t *testing.T) {
-	rt := poolRuntime(t, runtime.Options{})
+	rt := poolRuntime(t, runtime.Config{})
 	old := deployPool(t, rt, "pool", nil)
 	leak(t, rt, "pool")
 	if idle := runtime.Idle(old); !plainEnv && idle != 1 {
@@ -219,7 +219,7 @@ func TestPoolRetire(t *testing.T) {
 // The Go example's calls reuse their instance: what its runtime does in a
 // call changes no descriptor.
 func TestPoolGo(t *testing.T) {
-	rt := poolRuntime(t, runtime.Options{})
+	rt := poolRuntime(t, runtime.Config{})
 	p, err := rt.Deploy(context.Background(), "hello", exampleImage(t, "hello"), nil)
 	if err != nil {
 		t.Fatal(err)

@@ -18,7 +18,7 @@ import (
 	"github.com/berm-dev/berm/runtime/internal/transform"
 )
 
-// Defaults of the limits; each can be changed in Options.
+// Defaults of the limits; each can be changed in Config.
 const (
 	DefaultCallDepth   = 4
 	DefaultDeadline    = 30 * time.Second
@@ -145,9 +145,17 @@ type HostModule struct {
 	Export func(wazero.HostModuleBuilder)
 }
 
-// Options configure a Runtime. The zero value (or nil) is a runtime with the
-// core syscalls only, default limits and compiled code kept in memory.
-type Options struct {
+// Config configures a Runtime: its one configuration value, as wazero's
+// RuntimeConfig is. The zero value is a runtime with the core syscalls only,
+// the ABI's call depth, default limits and compiled code kept in memory.
+type Config struct {
+	// MaxCallDepth bounds how deep programs may nest berm.call:
+	// DefaultCallDepth (the ABI's) when 0, and none at all (every nested
+	// call refused) with NoNestedCalls.
+	MaxCallDepth int
+	// Syscalls are the host's syscalls, which programs may declare on top
+	// of the core ones.
+	Syscalls []Syscall
 	// CacheDir holds compiled code on disk, content-addressed and shared by
 	// every process that names the same directory. Empty keeps it in memory.
 	CacheDir string
@@ -192,7 +200,7 @@ type Options struct {
 type Runtime struct {
 	// wz compiles what transform.Deadline rewrote, whose ticks stop it at
 	// its deadline; plain compiles modules as they are, and closes them when
-	// their context is done. They are one and the same with Options.Plain;
+	// their context is done. They are one and the same with Config.Plain;
 	// otherwise plain is made when a module the transform does not rewrite
 	// first needs it.
 	wz           *wazeroRuntime
@@ -211,7 +219,7 @@ type Runtime struct {
 	observer     Observer
 	budget       memoryBudget
 	regions      regionPool
-	plainOnly    bool // Options.Plain
+	plainOnly    bool // Config.Plain
 
 	mu       sync.RWMutex
 	programs map[string]*Program
@@ -244,15 +252,21 @@ type wazeroRuntime struct {
 	config wazero.RuntimeConfig // without the compilation cache
 }
 
-// New returns a runtime whose programs may nest berm.call up to maxCallDepth
-// (DefaultCallDepth is the ABI's default; 0 refuses every nested call) and may
-// declare the given host syscalls on top of the core ones.
-func New(ctx context.Context, maxCallDepth int, syscalls []Syscall, opts *Options) (*Runtime, error) {
-	if opts == nil {
-		opts = &Options{}
-	}
-	if maxCallDepth < 0 {
-		return nil, fmt.Errorf("call depth %d: want 0 or more", maxCallDepth)
+// NoNestedCalls is the MaxCallDepth that refuses every nested berm.call: a
+// depth of 0 is Config's zero value, which takes the ABI's default.
+const NoNestedCalls = -1
+
+// New returns a runtime configured by cfg.
+func New(ctx context.Context, cfg Config) (*Runtime, error) {
+	opts := &cfg
+	maxCallDepth, syscalls := cfg.MaxCallDepth, cfg.Syscalls
+	switch {
+	case maxCallDepth == 0:
+		maxCallDepth = DefaultCallDepth
+	case maxCallDepth == NoNestedCalls:
+		maxCallDepth = 0
+	case maxCallDepth < 0:
+		return nil, fmt.Errorf("call depth %d: want 0 or more, or NoNestedCalls", maxCallDepth)
 	}
 	r := &Runtime{
 		cacheDir:     opts.CacheDir,

@@ -60,7 +60,7 @@ func check(t *testing.T, out runtime.Outcome, err error, w want) {
 func TestCore(t *testing.T) {
 	var logMu sync.Mutex
 	var logs []string
-	rt := newRuntime(t, &runtime.Options{
+	rt := newRuntime(t, &runtime.Config{
 		Limits: runtime.Limits{Deadline: 2 * time.Second},
 		Log: func(_ context.Context, program, tool string, line []byte) {
 			logMu.Lock()
@@ -121,7 +121,7 @@ func TestCore(t *testing.T) {
 }
 
 func TestLimits(t *testing.T) {
-	rt := newRuntime(t, &runtime.Options{Limits: runtime.Limits{
+	rt := newRuntime(t, &runtime.Config{Limits: runtime.Limits{
 		Deadline: 100 * time.Millisecond, Memory: 64 << 20, MaxArgs: 32, MaxResult: 8,
 	}})
 	deploy(t, rt, "core", "core.wasm")
@@ -156,7 +156,7 @@ func TestLimits(t *testing.T) {
 func TestMemoryLimit(t *testing.T) {
 	ctx := context.Background()
 	// With room for 256 MiB, the same growth succeeds.
-	rt := newRuntime(t, &runtime.Options{Limits: runtime.Limits{Memory: 512 << 20}})
+	rt := newRuntime(t, &runtime.Config{Limits: runtime.Limits{Memory: 512 << 20}})
 	deploy(t, rt, "core", "core.wasm")
 	out, err := rt.Call(ctx, "core", "grow", []byte(`{}`))
 	check(t, out, err, want{result: "grew"})
@@ -270,7 +270,7 @@ func TestNested(t *testing.T) {
 	}{
 		{4, "down", want{result: "refused:berm.call nest.down: refused: call depth 5 exceeds the limit of 4++++"}},
 		{1, "down", want{result: "refused:berm.call nest.down: refused: call depth 2 exceeds the limit of 1+"}},
-		{0, "down", want{result: "refused:berm.call nest.down: refused: call depth 1 exceeds the limit of 0"}},
+		{runtime.NoNestedCalls, "down", want{result: "refused:berm.call nest.down: refused: call depth 1 exceeds the limit of 0"}},
 		{4, "call_echo", want{result: `{"via":"nest"}`}},
 		{4, "call_fail", want{result: "failed:callee failed"}},
 		{4, "call_ok_strict", want{result: "ok"}},
@@ -284,7 +284,7 @@ func TestNested(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(fmt.Sprintf("%s depth %d", tt.tool, tt.depth), func(t *testing.T) {
-			rt := newRuntimeDepth(t, tt.depth, nil, &runtime.Options{Limits: runtime.Limits{Deadline: 300 * time.Millisecond}})
+			rt := newRuntimeDepth(t, tt.depth, nil, &runtime.Config{Limits: runtime.Limits{Deadline: 300 * time.Millisecond}})
 			deploy(t, rt, "nest", "nest.wasm")
 			out, err := rt.Call(context.Background(), "nest", tt.tool, []byte(`{}`))
 			check(t, out, err, tt.want)
@@ -295,7 +295,7 @@ func TestNested(t *testing.T) {
 func TestInitialize(t *testing.T) {
 	var logs []string
 	var mu sync.Mutex
-	rt := newRuntime(t, &runtime.Options{Log: func(_ context.Context, program, tool string, line []byte) {
+	rt := newRuntime(t, &runtime.Config{Log: func(_ context.Context, program, tool string, line []byte) {
 		mu.Lock()
 		logs = append(logs, string(line))
 		mu.Unlock()
@@ -337,7 +337,7 @@ func TestImports(t *testing.T) {
 	check(t, out, err, want{err: runtime.ErrTrap, words: []string{"wasi_snapshot_preview1.random_get"}})
 
 	// With the binary's WASI table: provided, and proc_exit ends a program.
-	wasi := newRuntime(t, &runtime.Options{Imports: []runtime.HostModule{host.WASI()}, ModuleConfig: host.ModuleConfig()})
+	wasi := newRuntime(t, &runtime.Config{Imports: []runtime.HostModule{host.WASI()}, ModuleConfig: host.ModuleConfig()})
 	deploy(t, wasi, "imports", "imports.wasm")
 	for tool, w := range map[string]want{
 		"random":  {result: "random ok"},
@@ -367,7 +367,7 @@ func TestHostSyscalls(t *testing.T) {
 		t.Fatal("FNV-1a numbers differ from ABI.md")
 	}
 	// A syscall whose number is already taken is refused.
-	_, err := runtime.New(context.Background(), 4, []runtime.Syscall{{Name: "berm.log", Func: syscalls[0].Func}}, nil)
+	_, err := runtime.New(context.Background(), runtime.Config{MaxCallDepth: 4, Syscalls: []runtime.Syscall{{Name: "berm.log", Func: syscalls[0].Func}}})
 	if err == nil {
 		t.Fatal("a host syscall shadowing berm.log was accepted")
 	}
@@ -517,7 +517,7 @@ func TestHostErrorsStayOnTheHost(t *testing.T) {
 			return c.RefuseHost(ctx, pathErr()), nil
 		}},
 	}
-	rt := newRuntimeDepth(t, runtime.DefaultCallDepth, syscalls, &runtime.Options{
+	rt := newRuntimeDepth(t, runtime.DefaultCallDepth, syscalls, &runtime.Config{
 		HostError: func(_ context.Context, program, tool string, err error) {
 			var pe *os.PathError
 			if !errors.As(err, &pe) || pe.Path != secret {
@@ -586,7 +586,7 @@ func TestLogLimits(t *testing.T) {
 		t.Run(fmt.Sprintf("%s %d %d", tt.tool, tt.limits.MaxLogLines, tt.limits.MaxLogBytes), func(t *testing.T) {
 			var mu sync.Mutex
 			var got []line
-			rt := newRuntime(t, &runtime.Options{Limits: tt.limits, Log: func(_ context.Context, program, tool string, b []byte) {
+			rt := newRuntime(t, &runtime.Config{Limits: tt.limits, Log: func(_ context.Context, program, tool string, b []byte) {
 				mu.Lock()
 				got = append(got, line{program + "." + tool, string(b)})
 				mu.Unlock()
@@ -620,7 +620,7 @@ func TestHostErrorsBounded(t *testing.T) {
 			return c.RefuseHost(ctx, errors.New("disk on fire")), nil
 		}},
 	}
-	rt := newRuntimeDepth(t, runtime.DefaultCallDepth, syscalls, &runtime.Options{
+	rt := newRuntimeDepth(t, runtime.DefaultCallDepth, syscalls, &runtime.Config{
 		HostError: func(_ context.Context, _, _ string, err error) { reported = append(reported, err.Error()) },
 	})
 	deployLocal(t, rt, "hosterr", "hosterr.wasm")

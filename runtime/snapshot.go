@@ -35,7 +35,7 @@ import (
 // tables or drops segments, nor a deployment that reads an environment
 // variable at each call or asks for _initialize at each call
 // (sandbox.Grants.InitEachCall). Those start from the image of their data
-// segments alone. Options.Plain turns all of it off.
+// segments alone. Config.Plain turns all of it off.
 
 // Bounds on what a program's image may cost the host, which holds it for
 // as long as the program lives, whatever its calls do.
@@ -223,7 +223,7 @@ func (m *memoryImage) close() {
 // (and the making of its instance); a call waits for it only within its
 // own deadline (Program.warmed). The result is empty when calls start from
 // the snapshot, when p has no _initialize, on the plain path
-// (Options.Plain), and when the deployment asked for _initialize at each
+// (Config.Plain), and when the deployment asked for _initialize at each
 // call (Grants.InitEachCall, an environment variable read at each call).
 func (p *Program) Warm(ctx context.Context) (refused string) {
 	w := p.pending

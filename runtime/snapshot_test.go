@@ -21,7 +21,7 @@ import (
 
 // The ways a program's calls can start: from the snapshot (the default),
 // with _initialize at each call (the deployment's opt-out), and on the plain
-// path (Options.Plain). Under BERM_PLAIN=1 the default is the plain path.
+// path (Config.Plain). Under BERM_PLAIN=1 the default is the plain path.
 type startMode struct {
 	name   string
 	plain  bool
@@ -42,7 +42,7 @@ func startModes() []startMode {
 // path when plain (whatever BERM_PLAIN says).
 func startRuntime(t testing.TB, plain bool, log func(ctx context.Context, program, tool string, line []byte), limits ...runtime.Limits) *runtime.Runtime {
 	t.Helper()
-	opts := &runtime.Options{
+	opts := &runtime.Config{
 		Imports:      []runtime.HostModule{host.WASI()},
 		ModuleConfig: host.ModuleConfig(),
 		Log:          log,
@@ -54,8 +54,9 @@ func startRuntime(t testing.TB, plain bool, log func(ctx context.Context, progra
 		return newRuntimeDepth(t, runtime.DefaultCallDepth, host.Syscalls(memoryKV{}), opts)
 	}
 	opts.Plain = true
+	opts.Syscalls = host.Syscalls(memoryKV{})
 	ctx := context.Background()
-	rt, err := runtime.New(ctx, runtime.DefaultCallDepth, host.Syscalls(memoryKV{}), opts)
+	rt, err := runtime.New(ctx, *opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -171,10 +172,10 @@ func TestSnapshotFreezesInit(t *testing.T) {
 
 // An _initialize that traps in the snapshot does not fail the deploy: it
 // runs at each call instead, which fails as it always has, and
-// Options.SnapshotRefused hears why, once; the program's log does not.
+// Config.SnapshotRefused hears why, once; the program's log does not.
 func TestSnapshotInitTraps(t *testing.T) {
 	var l, refused logged
-	rt := newRuntimeDepth(t, runtime.DefaultCallDepth, host.Syscalls(memoryKV{}), &runtime.Options{
+	rt := newRuntimeDepth(t, runtime.DefaultCallDepth, host.Syscalls(memoryKV{}), &runtime.Config{
 		Imports:      []runtime.HostModule{host.WASI()},
 		ModuleConfig: host.ModuleConfig(),
 		Log:          l.log,
@@ -275,7 +276,7 @@ func TestSnapshotGo(t *testing.T) {
 // A module whose instructions name data segments by index (memory.init,
 // under a data count section) starts from its image with the indices kept.
 func TestSnapshotSegmentIndices(t *testing.T) {
-	image, err := os.ReadFile(filepath.Join("transform", "testdata", "segments.wasm"))
+	image, err := os.ReadFile(filepath.Join("internal", "transform", "testdata", "segments.wasm"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -578,7 +579,7 @@ func TestSnapshotWarmClosed(t *testing.T) {
 func TestSnapshotCallerDeadline(t *testing.T) {
 	gate := make(chan struct{})
 	var waited atomic.Int32 // the waits at the gate that ended
-	opts := &runtime.Options{Imports: []runtime.HostModule{{Name: "gate", Export: func(b wazero.HostModuleBuilder) {
+	opts := &runtime.Config{Imports: []runtime.HostModule{{Name: "gate", Export: func(b wazero.HostModuleBuilder) {
 		b.NewFunctionBuilder().WithFunc(func(ctx context.Context) {
 			select {
 			case <-gate:

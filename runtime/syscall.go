@@ -53,7 +53,7 @@ type Syscall struct {
 	// The returned value goes back to the program; stage bytes with the
 	// Call's methods. An error, the host's failure, traps the instance: the
 	// program sees only "syscall NAME: host error", and the error itself goes
-	// to Options.HostError. A panic is taken for an error.
+	// to Config.HostError. A panic is taken for an error.
 	Func func(ctx context.Context, c *Call, in [][]byte) (uint64, error)
 }
 
@@ -126,7 +126,7 @@ func (c *Call) Refuse(msg string) uint64 {
 }
 
 // RefuseHost is Refuse for the host's own failure (a full disk, say): err
-// goes to Options.HostError, and the program gets only "NAME: host error",
+// goes to Config.HostError, and the program gets only "NAME: host error",
 // NAME the syscall running. Use it rather than putting err's text in a
 // refusal, which may name the host's files.
 func (c *Call) RefuseHost(ctx context.Context, err error) uint64 {
@@ -135,7 +135,7 @@ func (c *Call) RefuseHost(ctx context.Context, err error) uint64 {
 }
 
 // HostFailed hands err, a host failure the program is not shown (it names
-// the host's files, say), to Options.HostError, within the call's bound of
+// the host's files, say), to Config.HostError, within the call's bound of
 // MaxHostErrors.
 func (c *Call) HostFailed(ctx context.Context, err error) { c.rt.hostFailed(ctx, c, err) }
 
@@ -165,7 +165,7 @@ type logBudget struct {
 	// notGrantedDropped those past MaxNotGranted, and notGrantedNoted what
 	// outputNotes said of them.
 	notGranted, notGrantedDropped, notGrantedNoted int
-	// Host errors handed to Options.HostError, and those past MaxHostErrors.
+	// Host errors handed to Config.HostError, and those past MaxHostErrors.
 	hostErrors, hostDropped int
 }
 

@@ -19,7 +19,7 @@ import (
 // memory.grow does past the memory limit, instead of taking gigabytes.
 func TestTableGrowBounded(t *testing.T) {
 	ctx := context.Background()
-	rt, err := New(ctx, DefaultCallDepth, nil, nil)
+	rt, err := New(ctx, Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -103,7 +103,7 @@ func TestBoundTablesHello(t *testing.T) {
 	wasi := HostModule{Name: wasi_snapshot_preview1.ModuleName, Export: func(b wazero.HostModuleBuilder) {
 		wasi_snapshot_preview1.NewFunctionExporter().ExportFunctions(b)
 	}}
-	rt, err := New(ctx, DefaultCallDepth, nil, &Options{Imports: []HostModule{wasi}})
+	rt, err := New(ctx, Config{Imports: []HostModule{wasi}})
 	if err != nil {
 		t.Fatal(err)
 	}

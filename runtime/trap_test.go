@@ -18,7 +18,7 @@ func TestTrapQuotesPanic(t *testing.T) {
 	t.Parallel()
 	var mu sync.Mutex
 	var logged []string
-	opts := runtime.Options{
+	opts := runtime.Config{
 		Limits: runtime.Limits{Memory: 32 << 20},
 		Log: func(_ context.Context, _, _ string, line []byte) {
 			mu.Lock()

@@ -1,7 +1,7 @@
 package runtime_test
 
 // The benchmarks of issue 11 ("calls that start warm"), each run on the
-// default (fast) path and on Options.Plain side by side, with wazero alone as
+// default (fast) path and on Config.Plain side by side, with wazero alone as
 // the reference where there is one. testdata/bench/warm.sh runs them and
 // prints the table of targets; each is also meaningful alone:
 //
@@ -32,17 +32,17 @@ import (
 )
 
 // warmPaths are the runtime's two ways of running a call: the default, with
-// every fast path, and Options.Plain, the reference they are tested against.
+// every fast path, and Config.Plain, the reference they are tested against.
 var warmPaths = []struct {
 	name  string
 	plain bool
 }{{"fast", false}, {"plain", true}}
 
-func warmRuntime(b *testing.B, plain bool, syscalls []runtime.Syscall, opts runtime.Options) *runtime.Runtime {
+func warmRuntime(b *testing.B, plain bool, syscalls []runtime.Syscall, opts runtime.Config) *runtime.Runtime {
 	b.Helper()
 	ctx := context.Background()
-	opts.Plain = plain
-	rt, err := runtime.New(ctx, runtime.DefaultCallDepth, syscalls, &opts)
+	opts.Plain, opts.Syscalls = plain, syscalls
+	rt, err := runtime.New(ctx, opts)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -56,7 +56,7 @@ func warmRuntime(b *testing.B, plain bool, syscalls []runtime.Syscall, opts runt
 func BenchmarkWarmEcho(b *testing.B) {
 	for _, path := range warmPaths {
 		b.Run(path.name, func(b *testing.B) {
-			rt := warmRuntime(b, path.plain, nil, runtime.Options{})
+			rt := warmRuntime(b, path.plain, nil, runtime.Config{})
 			deploy(b, rt, "echo", "echo.wasm")
 			ctx := context.Background()
 			b.ReportAllocs()
@@ -91,7 +91,7 @@ func benchGo(b *testing.B, idle time.Duration) {
 	for _, path := range warmPaths {
 		b.Run(path.name, func(b *testing.B) {
 			ctx := context.Background()
-			rt := warmRuntime(b, path.plain, host.Syscalls(memoryKV{}), runtime.Options{
+			rt := warmRuntime(b, path.plain, host.Syscalls(memoryKV{}), runtime.Config{
 				Imports:      []runtime.HostModule{host.WASI()},
 				ModuleConfig: host.ModuleConfig(),
 			})
@@ -130,7 +130,7 @@ func BenchmarkWarmKernel(b *testing.B) {
 	ctx := context.Background()
 	for _, path := range warmPaths {
 		b.Run(path.name, func(b *testing.B) {
-			rt := warmRuntime(b, path.plain, nil, runtime.Options{})
+			rt := warmRuntime(b, path.plain, nil, runtime.Config{})
 			deployFile(b, rt, "kernel", kernel)
 			for b.Loop() {
 				out, err := rt.Call(ctx, "kernel", "sha256", args)
@@ -171,7 +171,7 @@ func BenchmarkWarmKernel(b *testing.B) {
 func BenchmarkWarmParallel(b *testing.B) {
 	for _, path := range warmPaths {
 		b.Run(path.name, func(b *testing.B) {
-			rt := warmRuntime(b, path.plain, nil, runtime.Options{})
+			rt := warmRuntime(b, path.plain, nil, runtime.Config{})
 			deploy(b, rt, "echo", "echo.wasm")
 			ctx := context.Background()
 			b.ReportAllocs()
@@ -210,7 +210,7 @@ func BenchmarkWarmInFlight(b *testing.B) {
 					return 0, ctx.Err()
 				}
 			}}
-			rt := warmRuntime(b, path.plain, []runtime.Syscall{hold}, runtime.Options{})
+			rt := warmRuntime(b, path.plain, []runtime.Syscall{hold}, runtime.Config{})
 			deployLocal(b, rt, "hold", "hold.wasm")
 			ctx := context.Background()
 			// One call first, so that what is compiled or pooled once is in

@@ -24,7 +24,7 @@ func TestWASIBounds(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "f"), []byte("x"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	rt := poolRuntime(t, runtime.Options{})
+	rt := poolRuntime(t, runtime.Config{})
 	deployPoolFile(t, rt, "bounds", "wasi_bounds.wasm",
 		&sandbox.Grants{Dirs: []sandbox.Dir{{Host: dir, Guest: "/data"}}})
 	const enametoolong = 37

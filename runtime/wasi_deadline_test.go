@@ -42,7 +42,7 @@ func (l *logLines) all() []string {
 func flood(t *testing.T, deadline time.Duration, logs *logLines) (*runtime.Runtime, string) {
 	t.Helper()
 	dir := t.TempDir()
-	rt := poolRuntime(t, runtime.Options{Limits: runtime.Limits{Deadline: deadline}, Log: logs.log})
+	rt := poolRuntime(t, runtime.Config{Limits: runtime.Limits{Deadline: deadline}, Log: logs.log})
 	deployPoolFile(t, rt, "flood", "wasi_flood.wasm",
 		&sandbox.Grants{Dirs: []sandbox.Dir{{Host: dir, Guest: "/data", Write: true}}})
 	return rt, dir

@@ -18,11 +18,11 @@ import (
 // with a directory holding a file f at 3, read-write when write.
 func wasiFds(t *testing.T, write bool) (*runtime.Runtime, *runtime.Program) {
 	t.Helper()
-	return wasiFdsWith(t, write, runtime.Options{})
+	return wasiFdsWith(t, write, runtime.Config{})
 }
 
 // wasiFdsWith is wasiFds with opts.
-func wasiFdsWith(t *testing.T, write bool, opts runtime.Options) (*runtime.Runtime, *runtime.Program) {
+func wasiFdsWith(t *testing.T, write bool, opts runtime.Config) (*runtime.Runtime, *runtime.Program) {
 	t.Helper()
 	dir := t.TempDir()
 	if err := os.WriteFile(filepath.Join(dir, "f"), []byte("x"), 0o600); err != nil {
@@ -88,7 +88,7 @@ func localImageManifest(t *testing.T, file string) []byte {
 // a loop of them would make descriptors, and their memory, without end.
 func TestWASITopOpensCounted(t *testing.T) {
 	t.Parallel()
-	rt, _ := wasiFdsWith(t, false, runtime.Options{Limits: runtime.Limits{Deadline: 5 * time.Second}})
+	rt, _ := wasiFdsWith(t, false, runtime.Config{Limits: runtime.Limits{Deadline: 5 * time.Second}})
 	out, err := rt.Call(context.Background(), "fds", "count_top", []byte(`{}`))
 	if err != nil || len(out.Result) != 4 {
 		t.Fatalf("fds.count_top: %x, %v; want a count", out.Result, err)

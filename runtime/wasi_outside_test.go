@@ -32,7 +32,7 @@ func TestWASINotGranted(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			var logs logLines
-			rt := poolRuntime(t, runtime.Options{Log: logs.log})
+			rt := poolRuntime(t, runtime.Config{Log: logs.log})
 			p := deployPoolFile(t, rt, "outside", "wasi_outside.wasm", tc.grants)
 			call := func(tool string) uint32 {
 				t.Helper()

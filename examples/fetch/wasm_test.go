@@ -29,7 +29,8 @@ func TestImage(t *testing.T) {
 	}))
 	defer srv.Close()
 	ctx := context.Background()
-	rt, err := runtime.New(ctx, runtime.DefaultCallDepth, []runtime.Syscall{host.HTTP(host.HTTPConfig{})}, &runtime.Options{
+	rt, err := runtime.New(ctx, runtime.Config{
+		Syscalls: []runtime.Syscall{host.HTTP(host.HTTPConfig{})},
 		Imports:      []runtime.HostModule{host.WASI()},
 		ModuleConfig: host.ModuleConfig(),
 	})

@@ -53,7 +53,7 @@ func TestImage(t *testing.T) {
 	}
 
 	ctx := context.Background()
-	rt, err := runtime.New(ctx, runtime.DefaultCallDepth, nil, &runtime.Options{
+	rt, err := runtime.New(ctx, runtime.Config{
 		Imports:      []runtime.HostModule{host.WASI()},
 		ModuleConfig: host.ModuleConfig(),
 	})

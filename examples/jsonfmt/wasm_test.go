@@ -36,7 +36,7 @@ func TestNative(t *testing.T) {
 
 func deploy(tb testing.TB) *runtime.Runtime {
 	ctx := context.Background()
-	rt, err := runtime.New(ctx, runtime.DefaultCallDepth, nil, nil)
+	rt, err := runtime.New(ctx, runtime.Config{})
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -42,7 +42,7 @@ func newEnv(t *testing.T) env {
 
 func newRuntime(t *testing.T, st *store.Store) *runtime.Runtime {
 	t.Helper()
-	rt, err := runtime.New(context.Background(), runtime.DefaultCallDepth, nil, &runtime.Options{CacheDir: st.CacheDir()})
+	rt, err := runtime.New(context.Background(), runtime.Config{CacheDir: st.CacheDir()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -261,7 +261,7 @@ func TestCloseDuringFirstCompile(t *testing.T) {
 	e.record(t, "echo", fixture(t, "testdata/echo.wasm"))
 	e.record(t, "core", fixture(t, "testdata/core.wasm"))
 	for range 50 {
-		rt, err := runtime.New(context.Background(), runtime.DefaultCallDepth, nil, nil) // no cache: every compile is real
+		rt, err := runtime.New(context.Background(), runtime.Config{}) // no cache: every compile is real
 		if err != nil {
 			t.Fatal(err)
 		}

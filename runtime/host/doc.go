@@ -4,7 +4,8 @@
 // HTTP) and the WASI table it links them against.
 // Embedders of the runtime choose their own; only the binary wires this one:
 //
-//	rt, err := runtime.New(ctx, runtime.DefaultCallDepth, host.Syscalls(st), &runtime.Options{
+//	rt, err := runtime.New(ctx, runtime.Config{
+//		Syscalls:     host.Syscalls(st),
 //		Imports:      []runtime.HostModule{host.WASI()},
 //		ModuleConfig: host.ModuleConfig(),
 //	})

@@ -55,7 +55,7 @@ func hostError(err error) error {
 
 // Syscalls returns the binary's host syscalls over kv. A program reaches
 // each only when its manifest declares it. The errors of kv that a program
-// is not shown go to the runtime's Options.HostError, a bounded number a
+// is not shown go to the runtime's Config.HostError, a bounded number a
 // call.
 func Syscalls(kv KV) []runtime.Syscall {
 	failed := func(ctx context.Context, c *runtime.Call, name string, err error) {

@@ -34,7 +34,8 @@ func (f failingKV) Delete(context.Context, string, []byte) error      { return f
 func deployKV(t *testing.T, kv host.KV, log *slog.Logger) *runtime.Runtime {
 	t.Helper()
 	ctx := context.Background()
-	rt, err := runtime.New(ctx, runtime.DefaultCallDepth, host.Syscalls(kv), &runtime.Options{
+	rt, err := runtime.New(ctx, runtime.Config{
+		Syscalls: host.Syscalls(kv),
 		HostError: func(ctx context.Context, program, tool string, err error) {
 			log.ErrorContext(ctx, "host error", "program", program, "tool", tool, "error", err)
 		},
@@ -186,7 +187,7 @@ func TestLongKey(t *testing.T) {
 		t.Run(fmt.Sprintf("%s %d", tc.tool, tc.n), func(t *testing.T) {
 			ctx := context.Background()
 			var longest int
-			rt, err := runtime.New(ctx, runtime.DefaultCallDepth, host.Syscalls(keysKV{&longest}), nil)
+			rt, err := runtime.New(ctx, runtime.Config{Syscalls: host.Syscalls(keysKV{&longest})})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -41,7 +41,8 @@ func (r fakeResolver) LookupNetIP(_ context.Context, _, host string) ([]netip.Ad
 func deployHTTP(t testing.TB, cfg host.HTTPConfig, limits runtime.Limits, grants sandbox.Grants) *runtime.Runtime {
 	t.Helper()
 	ctx := context.Background()
-	rt, err := runtime.New(ctx, runtime.DefaultCallDepth, []runtime.Syscall{host.HTTP(cfg)}, &runtime.Options{
+	rt, err := runtime.New(ctx, runtime.Config{
+		Syscalls: []runtime.Syscall{host.HTTP(cfg)},
 		Limits: limits,
 		HostError: func(_ context.Context, _, _ string, err error) {
 			t.Errorf("host error: %v", err)
@@ -397,7 +398,7 @@ func TestHTTPGrantsPerProgram(t *testing.T) {
 	port := portOf(srv)
 	resolver := fakeResolver{"svc.test": {netip.MustParseAddr("127.0.0.1")}}
 	ctx := context.Background()
-	rt, err := runtime.New(ctx, runtime.DefaultCallDepth, []runtime.Syscall{host.HTTP(host.HTTPConfig{Resolver: resolver})}, nil)
+	rt, err := runtime.New(ctx, runtime.Config{Syscalls: []runtime.Syscall{host.HTTP(host.HTTPConfig{Resolver: resolver})}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -37,7 +37,8 @@ const (
 func kvWritten(t *testing.T, kv host.KV, hostError func(ctx context.Context, program, tool string, err error)) *runtime.Runtime {
 	t.Helper()
 	ctx := context.Background()
-	rt, err := runtime.New(ctx, runtime.DefaultCallDepth, host.Syscalls(kv), &runtime.Options{
+	rt, err := runtime.New(ctx, runtime.Config{
+		Syscalls: host.Syscalls(kv),
 		Limits:    runtime.Limits{Deadline: lockDeadline},
 		HostError: hostError,
 	})
