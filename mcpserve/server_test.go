@@ -45,7 +45,7 @@ func newHarness(t testing.TB, limits runtime.Limits, opts *mcpserve.Options) *ha
 	}
 	h := &harness{st: st}
 	h.rt, err = runtime.New(ctx, runtime.Config{
-		Syscalls: host.Syscalls(st),
+		Syscalls:     host.Syscalls(st),
 		CacheDir:     st.CacheDir(),
 		Limits:       limits,
 		Imports:      []runtime.HostModule{host.WASI()},

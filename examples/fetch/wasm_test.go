@@ -30,7 +30,7 @@ func TestImage(t *testing.T) {
 	defer srv.Close()
 	ctx := context.Background()
 	rt, err := runtime.New(ctx, runtime.Config{
-		Syscalls: []runtime.Syscall{host.HTTP(host.HTTPConfig{})},
+		Syscalls:     []runtime.Syscall{host.HTTP(host.HTTPConfig{})},
 		Imports:      []runtime.HostModule{host.WASI()},
 		ModuleConfig: host.ModuleConfig(),
 	})

@@ -36,7 +36,7 @@ func TestImage(t *testing.T) {
 	start := func() *runtime.Runtime {
 		t.Helper()
 		rt, err := runtime.New(ctx, runtime.Config{
-			Syscalls: host.Syscalls(st),
+			Syscalls:     host.Syscalls(st),
 			Imports:      []runtime.HostModule{host.WASI()},
 			ModuleConfig: host.ModuleConfig(),
 			CacheDir:     st.CacheDir(),

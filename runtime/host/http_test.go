@@ -43,7 +43,7 @@ func deployHTTP(t testing.TB, cfg host.HTTPConfig, limits runtime.Limits, grants
 	ctx := context.Background()
 	rt, err := runtime.New(ctx, runtime.Config{
 		Syscalls: []runtime.Syscall{host.HTTP(cfg)},
-		Limits: limits,
+		Limits:   limits,
 		HostError: func(_ context.Context, _, _ string, err error) {
 			t.Errorf("host error: %v", err)
 		},

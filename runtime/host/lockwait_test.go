@@ -38,7 +38,7 @@ func kvWritten(t *testing.T, kv host.KV, hostError func(ctx context.Context, pro
 	t.Helper()
 	ctx := context.Background()
 	rt, err := runtime.New(ctx, runtime.Config{
-		Syscalls: host.Syscalls(kv),
+		Syscalls:  host.Syscalls(kv),
 		Limits:    runtime.Limits{Deadline: lockDeadline},
 		HostError: hostError,
 	})

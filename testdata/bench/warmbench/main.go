@@ -1,6 +1,6 @@
 // Command warmbench measures issue 11's targets ("calls that start warm") in
 // one run, the default (fast) path and the plain one (BERM_PLAIN=1,
-// runtime.Options.Plain) side by side with a reference for each, and prints
+// runtime.Config.Plain) side by side with a reference for each, and prints
 // the table of medians and ratios. warm.sh beside it builds what it drives
 // and prepares the root:
 //
