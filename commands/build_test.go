@@ -15,6 +15,7 @@ import (
 
 	"github.com/berm-dev/berm/manifest"
 	"github.com/berm-dev/berm/runtime"
+	"github.com/berm-dev/berm/sdk/describe"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files of testdata/build")
@@ -100,18 +101,18 @@ func TestBuildRefusesType(t *testing.T) {
 func TestInferSchemaRefusals(t *testing.T) {
 	for _, tc := range []struct {
 		name string
-		desc *goTypeDesc
+		desc *describe.Type
 		want string
 	}{
-		{"not an object", &goTypeDesc{Kind: "string", Type: "string"}, "want a struct or a map"},
-		{"int keys", &goTypeDesc{Kind: "struct", Type: "main.A", Fields: []goFieldDesc{
-			{Name: "M", Type: &goTypeDesc{Kind: "map", Type: "map[int]string", Key: &goTypeDesc{Kind: "int", Type: "int"}, Elem: &goTypeDesc{Kind: "string"}}},
+		{"not an object", &describe.Type{Kind: "string", Type: "string"}, "want a struct or a map"},
+		{"int keys", &describe.Type{Kind: "struct", Type: "main.A", Fields: []describe.Field{
+			{Name: "M", Type: &describe.Type{Kind: "map", Type: "map[int]string", Key: &describe.Type{Kind: "int", Type: "int"}, Elem: &describe.Type{Kind: "string"}}},
 		}}, "field M (map[int]string) has keys of type int"},
-		{"cycle", &goTypeDesc{Kind: "struct", Type: "main.N", Fields: []goFieldDesc{
-			{Name: "Next", Type: &goTypeDesc{Kind: "ptr", Type: "*main.N", Elem: &goTypeDesc{Kind: "cycle", Type: "main.N"}}},
+		{"cycle", &describe.Type{Kind: "struct", Type: "main.N", Fields: []describe.Field{
+			{Name: "Next", Type: &describe.Type{Kind: "ptr", Type: "*main.N", Elem: &describe.Type{Kind: "cycle", Type: "main.N"}}},
 		}}, "field Next (main.N) contains itself"},
-		{"custom", &goTypeDesc{Kind: "struct", Type: "main.A", Fields: []goFieldDesc{
-			{Name: "V", Type: &goTypeDesc{Kind: "struct", Type: "main.V", As: "custom"}},
+		{"custom", &describe.Type{Kind: "struct", Type: "main.A", Fields: []describe.Field{
+			{Name: "V", Type: &describe.Type{Kind: "struct", Type: "main.V", As: "custom"}},
 		}}, "field V (main.V) has its own UnmarshalJSON"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

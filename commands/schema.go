@@ -10,37 +10,9 @@ import (
 	"strings"
 
 	"github.com/google/jsonschema-go/jsonschema"
+
+	"github.com/berm-dev/berm/sdk/describe"
 )
-
-// A Go program's registrations, as the SDK's berm.Describe writes them in a
-// native build of the program (sdk/describe.go holds the other side).
-type goDescription struct {
-	Usage    string   `json:"usage"`
-	Syscalls []string `json:"syscalls"`
-	Calls    []string `json:"calls"`
-	Tools    []struct {
-		Name        string      `json:"name"`
-		Description string      `json:"description"`
-		Args        *goTypeDesc `json:"args"`
-	} `json:"tools"`
-}
-
-type goTypeDesc struct {
-	Kind   string        `json:"kind"`
-	Type   string        `json:"type"`
-	As     string        `json:"as"`
-	Enum   []any         `json:"enum"`
-	Len    int           `json:"len"`
-	Key    *goTypeDesc   `json:"key"`
-	Elem   *goTypeDesc   `json:"elem"`
-	Fields []goFieldDesc `json:"fields"`
-}
-
-type goFieldDesc struct {
-	Name string      `json:"name"`
-	Tag  string      `json:"tag"`
-	Type *goTypeDesc `json:"type"`
-}
 
 // errSchema is a tool's argument type that no JSON Schema describes.
 var errSchema = errors.New("argument type has no JSON Schema")
@@ -51,7 +23,7 @@ var errSchema = errors.New("argument type has no JSON Schema")
 // (an Enum's values, a type that unmarshals from text) goes in as the
 // library's TypeSchemas, keyed by a placeholder type of its own. The result
 // is the same bytes for the same type.
-func inferSchema(d *goTypeDesc) ([]byte, error) {
+func inferSchema(d *describe.Type) ([]byte, error) {
 	if err := checkType(d, ""); err != nil {
 		return nil, err
 	}
@@ -96,7 +68,7 @@ func nullEnums(s *jsonschema.Schema) {
 }
 
 // checkType refuses, naming the field, what JSON Schema cannot express.
-func checkType(d *goTypeDesc, path string) error {
+func checkType(d *describe.Type, path string) error {
 	at := func(problem string) error {
 		if path == "" {
 			return fmt.Errorf("%s %s: %w", d.Type, problem, errSchema)
@@ -152,7 +124,7 @@ var kinds = map[string]reflect.Type{
 	"interface": reflect.TypeFor[any](),
 }
 
-func (b *typeBuilder) build(d *goTypeDesc) (reflect.Type, error) {
+func (b *typeBuilder) build(d *describe.Type) (reflect.Type, error) {
 	switch {
 	case d.As == "any":
 		return reflect.TypeFor[any](), nil
@@ -229,7 +201,7 @@ func (b *typeBuilder) placeholder(s *jsonschema.Schema) reflect.Type {
 
 // rebuildTag keeps what jsonschema-go reads of a field's tag: its json tag,
 // named, and its jsonschema tag.
-func rebuildTag(f goFieldDesc) reflect.StructTag {
+func rebuildTag(f describe.Field) reflect.StructTag {
 	tag := reflect.StructTag(f.Tag)
 	name, rest, _ := strings.Cut(tag.Get("json"), ",")
 	if name == "" {

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/berm-dev/berm/sdk/describe"
 )
 
 // withRegistry runs f on an empty registry and restores the one before.
@@ -67,7 +69,7 @@ func TestRegistry(t *testing.T) {
 		if err := Describe(&b); err != nil {
 			t.Fatal(err)
 		}
-		var d description
+		var d describe.Program
 		if err := json.Unmarshal(b.Bytes(), &d); err != nil {
 			t.Fatal(err)
 		}
@@ -85,7 +87,7 @@ func TestRegistry(t *testing.T) {
 		if got := strings.Join(names, ","); got != "City,Unit,When,Raw,Tags,Depth" {
 			t.Errorf("fields = %s", got)
 		}
-		byName := func(n string) *typeDesc {
+		byName := func(n string) *describe.Type {
 			for _, f := range w.Fields {
 				if f.Name == n {
 					return f.Type

@@ -1,6 +1,7 @@
 package wasmbin
 
 import (
+	"errors"
 	"fmt"
 	"testing"
 )
@@ -12,9 +13,10 @@ func TestSections(t *testing.T) {
 		module []byte
 		want   []Section
 		err    string // of the walk's last yield
+		is     error  // the sentinel err wraps
 	}{
 		{name: "header only", module: []byte(Header)},
-		{name: "shorter than a header", module: []byte(Magic), err: "header: unexpected end"},
+		{name: "shorter than a header", module: []byte(Magic), err: "header: unexpected end", is: ErrUnexpectedEnd},
 		{
 			name:   "two sections",
 			module: AppendSection(AppendSection([]byte(Header), SectionType, []byte{0}), SectionCustom, custom),
@@ -33,16 +35,17 @@ func TestSections(t *testing.T) {
 			module: []byte(Header + "\x01\x81\x80\x00x"),
 			want:   []Section{{ID: SectionType, Payload: []byte("x"), Start: 8, Offset: 12, End: 13}},
 		},
-		{name: "id alone", module: []byte(Header + "\x01"), err: "section header: unexpected end"},
-		{name: "size truncated", module: []byte(Header + "\x01\x80"), err: "section header: unexpected end"},
-		{name: "size over 32 bits", module: []byte(Header + "\x01\xff\xff\xff\xff\x1f"), err: "section header: integer too large"},
-		{name: "size past the end", module: []byte(Header + "\x01\x03ab"), err: "section 1: unexpected end"},
-		{name: "size of 2^32-1", module: []byte(Header + "\x0b\xff\xff\xff\xff\x0fab"), err: "section 11: unexpected end"},
+		{name: "id alone", module: []byte(Header + "\x01"), err: "section header: unexpected end", is: ErrUnexpectedEnd},
+		{name: "size truncated", module: []byte(Header + "\x01\x80"), err: "section header: unexpected end", is: ErrUnexpectedEnd},
+		{name: "size over 32 bits", module: []byte(Header + "\x01\xff\xff\xff\xff\x1f"), err: "section header: integer too large", is: ErrTooLarge},
+		{name: "size past the end", module: []byte(Header + "\x01\x03ab"), err: "section 1: unexpected end", is: ErrUnexpectedEnd},
+		{name: "size of 2^32-1", module: []byte(Header + "\x0b\xff\xff\xff\xff\x0fab"), err: "section 11: unexpected end", is: ErrUnexpectedEnd},
 		{
 			name:   "a good section, then one past the end",
 			module: []byte(Header + "\x00\x01\x00\x02\x02a"),
 			want:   []Section{{ID: SectionCustom, Payload: []byte{0}, Start: 8, Offset: 10, End: 11}},
 			err:    "section 2: unexpected end",
+			is:     ErrUnexpectedEnd,
 		},
 		{name: "any id", module: []byte(Header + "\xff\x00"), want: []Section{{ID: 0xff, Payload: []byte{}, Start: 8, Offset: 10, End: 10}}},
 	}
@@ -61,8 +64,12 @@ func TestSections(t *testing.T) {
 			if fmt.Sprint(got) != fmt.Sprint(tt.want) {
 				t.Errorf("sections:\n got %+v\nwant %+v", got, tt.want)
 			}
+			// The text names where the walk stopped; the sentinel, why.
 			if tt.err == "" && err != nil || tt.err != "" && (err == nil || err.Error() != tt.err) {
 				t.Errorf("error %v, want %q", err, tt.err)
+			}
+			if tt.is != nil && !errors.Is(err, tt.is) {
+				t.Errorf("error %v, want it to wrap %v", err, tt.is)
 			}
 		})
 	}
