@@ -201,6 +201,9 @@ func TestSlowFetch(t *testing.T) {
 			}
 			return nil
 		})
+		// The fetch the searches left may reach the server after they
+		// answered: wait for it to arrive, then count.
+		within(t, "the fetch held", func() error { <-g.arrived; return nil })
 		if g.held.Load() != 1 {
 			t.Fatalf("%d fetches held, want one for the three searches", g.held.Load())
 		}
