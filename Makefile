@@ -65,7 +65,9 @@ test: deps check-fixtures check-examples
 # runtime's workers and store, the service, the commands in-process) under the
 # race detector, which needs cgo and so gcc. Skipped there: tests that are one
 # goroutine compiling, merging or rewriting the 3.4 MB Go example (wazero's compiler runs
-# ~10x slower instrumented: TestCoalesceHello alone took 145 s), and those
+# ~10x slower instrumented: TestCoalesceHello alone took 145 s, TestSnapshotGo
+# 196 s of the runtime's 385, TestBoundTablesHello, TestTableLimits,
+# TestPoolGo and TestDeadlineWeighs 121 s more), and those
 # whose concurrency is between processes, which -race cannot see; and the
 # builds of berm build's scaffolds, a toolchain's process and then one
 # goroutine compiling (120 s of the commands package's 550 instrumented, its
@@ -75,7 +77,7 @@ test: deps check-fixtures check-examples
 # tests race-check. Not run there: runtime/internal/transform, a rewriter of bytes with no
 # goroutine (192 s instrumented, a fifth of the race run).
 RACE_PACKAGES = ./mcpserve/ ./runtime/ ./runtime/host/... ./runtime/sandbox/... ./runtime/store/... ./internal/... ./commands/
-RACE_SKIP = ^(TestCoalesceHello|FuzzCoalesceData|TestCrashConsistency|TestFullDisk|TestBuildRust|TestBuildC|TestBuildWarnsInitialize|TestNewBuildDeployRun|TestScripts)$$
+RACE_SKIP = ^(TestCoalesceHello|FuzzCoalesceData|TestSnapshotGo|TestBoundTablesHello|TestTableLimits|TestPoolGo|TestDeadlineWeighs|TestCrashConsistency|TestFullDisk|TestBuildRust|TestBuildC|TestBuildWarnsInitialize|TestNewBuildDeployRun|TestScripts)$$
 test-race:
 	CGO_ENABLED=1 $(GO) test -race -count=1 -skip '$(RACE_SKIP)' $(RACE_PACKAGES)
 

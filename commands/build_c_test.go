@@ -25,6 +25,7 @@ func needClang(tb testing.TB) {
 // manifest from berm.toml), checks the module, and calls its tool through the
 // runtime; then runs the scaffold's own native test, as make test does.
 func TestBuildC(t *testing.T) {
+	t.Parallel()
 	needClang(t)
 	dir, root := scaffoldProject(t, "c", "wc")
 	image := buildScaffold(t, dir, root)

@@ -33,6 +33,7 @@ func needRust(tb testing.TB) (rustc, cargo string) {
 // its tool through the runtime; then runs the scaffold's own test, cargo test,
 // with the same toolchain.
 func TestBuildRust(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("cargo builds the scaffold three times, ~20 s")
 	}

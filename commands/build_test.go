@@ -41,6 +41,7 @@ func offline(t *testing.T) {
 // strings and integers), descriptions, a time, raw JSON, a map and an
 // embedded struct, is manifest.json, byte for byte.
 func TestBuildSchema(t *testing.T) {
+	t.Parallel()
 	goTool := needGo(t)
 	dir, _ := filepath.Abs(filepath.Join("testdata", "build", "schema"))
 	d, err := describeGo(context.Background(), goTool, dir, t.TempDir())
@@ -83,6 +84,7 @@ func TestBuildSchema(t *testing.T) {
 // TestBuildRefusesType: an argument type with a channel, two levels down,
 // is refused with the field's path.
 func TestBuildRefusesType(t *testing.T) {
+	t.Parallel()
 	goTool := needGo(t)
 	dir, _ := filepath.Abs(filepath.Join("testdata", "build", "badtype"))
 	d, err := describeGo(context.Background(), goTool, dir, t.TempDir())
@@ -99,6 +101,7 @@ func TestBuildRefusesType(t *testing.T) {
 }
 
 func TestInferSchemaRefusals(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name string
 		desc *describe.Type
@@ -127,6 +130,7 @@ func TestInferSchemaRefusals(t *testing.T) {
 // TestBuildRefusesUndeclared: a program that calls berm.Set and berm.Now
 // but declares only berm.get is refused, naming both.
 func TestBuildRefusesUndeclared(t *testing.T) {
+	t.Parallel()
 	needGo(t)
 	dir := filepath.Join("testdata", "build", "undeclared")
 	_, _, err := buildGoModule(context.Background(), dir, nil)
@@ -141,6 +145,7 @@ func TestBuildRefusesUndeclared(t *testing.T) {
 // TestBuildWarnsInitialize: berm build runs _initialize, as berm deploy
 // does, and warns when it traps.
 func TestBuildWarnsInitialize(t *testing.T) {
+	t.Parallel()
 	needGo(t)
 	ctx := context.Background()
 	module, payload, err := buildGoModule(ctx, filepath.Join("testdata", "build", "inittrap"), nil)
@@ -270,6 +275,7 @@ func TestNewRefuses(t *testing.T) {
 // TestSDKCopy: the Go SDK's copy is a module of std alone, with no test
 // files and no embed.go, and writing it twice changes nothing.
 func TestSDKCopy(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	dir, err := writeSDK(root, "go")
 	if err != nil {

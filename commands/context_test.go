@@ -300,6 +300,7 @@ func TestContextServe(t *testing.T) {
 // TestBermd: the binary run as bermd (a link or a copy, .exe or not) is
 // berm serve.
 func TestBermd(t *testing.T) {
+	t.Parallel()
 	bin := bermBinary(t)
 	dir := t.TempDir()
 	copied := filepath.Join(dir, "bermd.exe")

@@ -53,6 +53,7 @@ func appendCustomSection(module []byte, name string, payload []byte) []byte {
 // never be taken for records or images); at the end, aged by two hours, berm
 // serve must collect them when it starts.
 func TestCrashConsistency(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("kills a few hundred deploys")
 	}

@@ -14,6 +14,7 @@ import (
 // serves the layer the index lists for its manifest digest; otherwise
 // nothing is deployed or stored.
 func TestDeployRefusesLayerTheIndexDisagreesWith(t *testing.T) {
+	t.Parallel()
 	host := registrytest.Start(t, nil)
 	root, docker := t.TempDir(), t.TempDir()
 	ref := host + "/demo/echo:v1"

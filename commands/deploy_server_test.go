@@ -13,6 +13,7 @@ import (
 // server there, a token it does not take) before pushing the image, not
 // after.
 func TestDeployServerChecksBeforePushing(t *testing.T) {
+	t.Parallel()
 	host := registrytest.Start(t, nil)
 	docker := t.TempDir()
 	project := t.TempDir()

@@ -19,6 +19,7 @@ import (
 // and in --json; with --init-each-call, which asks for that, it says
 // nothing. Its calls answer either way.
 func TestDeployWarnsInitEachCall(t *testing.T) {
+	t.Parallel()
 	if os.Getenv("BERM_PLAIN") == "1" {
 		t.Skip("BERM_PLAIN=1 takes no snapshot")
 	}
@@ -48,6 +49,7 @@ func TestDeployWarnsInitEachCall(t *testing.T) {
 // berm run prints the runtime's note on why _initialize was not
 // snapshotted as berm's own warning, not as a line of the program's log.
 func TestRunWarnsInitEachCall(t *testing.T) {
+	t.Parallel()
 	if os.Getenv("BERM_PLAIN") == "1" {
 		t.Skip("BERM_PLAIN=1 takes no snapshot")
 	}
@@ -62,6 +64,7 @@ func TestRunWarnsInitEachCall(t *testing.T) {
 // own warning, at the default level, and sends none of it to the client as
 // the program's log.
 func TestServeWarnsSnapshotRefused(t *testing.T) {
+	t.Parallel()
 	if os.Getenv("BERM_PLAIN") == "1" {
 		t.Skip("BERM_PLAIN=1 takes no snapshot")
 	}

@@ -37,6 +37,7 @@ func (l *lockedBuffer) String() string {
 // so a broken save says once that the last good deployment stays; a real
 // change after it is built.
 func TestDevBuildsOneSaveOnce(t *testing.T) {
+	t.Parallel()
 	needClang(t)
 	dir, root := scaffoldProject(t, "c", "wc")
 	ctx, cancel := context.WithCancel(context.Background())
@@ -99,6 +100,7 @@ func TestDevBuildsOneSaveOnce(t *testing.T) {
 // them, and those lines, added to berm.toml, grant exactly what was
 // dropped.
 func TestDevHintsDroppedGrants(t *testing.T) {
+	t.Parallel()
 	needClang(t)
 	dir, root := scaffoldProject(t, "c", "wc")
 	notes, outside := filepath.Join(dir, "notes"), t.TempDir()

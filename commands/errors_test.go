@@ -18,6 +18,7 @@ import (
 // disk's hint, never one that sends the user to fix an image that is fine,
 // however the error chain also reads.
 func TestHintDiskFull(t *testing.T) {
+	t.Parallel()
 	full := &fs.PathError{Op: "write", Path: "/root/.berm/cache/x", Err: syscall.ENOSPC}
 	for name, err := range map[string]error{
 		"store write":        fmt.Errorf("deploy p: %w", &os.LinkError{Op: "rename", Old: "a", New: "b", Err: syscall.ENOSPC}),
@@ -42,6 +43,7 @@ func TestHintDiskFull(t *testing.T) {
 }
 
 func TestHints(t *testing.T) {
+	t.Parallel()
 	for name, tc := range map[string]struct {
 		err  error
 		hint string
@@ -72,6 +74,7 @@ func TestHints(t *testing.T) {
 }
 
 func TestPrintErrorEscapes(t *testing.T) {
+	t.Parallel()
 	var w bytes.Buffer
 	printError(&w, fmt.Errorf("registry said %s: %w", "\x1b]0;pwned\x07", errors.New("no")))
 	if strings.ContainsAny(w.String(), "\x1b\x07") {

@@ -13,6 +13,7 @@ import (
 // TestReadImageFileFIFO: a pipe, as `berm deploy p <(cat f.wasm)` gives, is
 // read to its end.
 func TestReadImageFileFIFO(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), "fifo")
 	if err := syscall.Mkfifo(path, 0o600); err != nil {
 		t.Skip("mkfifo:", err)

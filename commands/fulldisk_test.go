@@ -108,6 +108,7 @@ func fsizeDisk(t *testing.T) fullDisk {
 // listed and runs, its record and image are the same bytes, and no temporary
 // file is left. A program's berm.set is refused to the program, which goes on.
 func TestFullDisk(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name string
 		disk func(*testing.T) fullDisk

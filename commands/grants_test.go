@@ -142,6 +142,7 @@ func waitFor(t *testing.T, what string, ok func() bool) {
 // annotated read-only and closed-world. Granted read-write, the writes
 // that were refused go through, and readOnlyHint follows.
 func TestGrantsRunAndServe(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	base, notes := grantedTree(t)
 	berm(t, root, "deploy", "--example", "files", "--allow-dir", notes+":/data")
@@ -227,6 +228,7 @@ func TestGrantsRunAndServe(t *testing.T) {
 // granted directory, and fetch, granted a loopback server by address, is
 // annotated open-world and reaches it, and no other host.
 func TestGrantsServeHTTP(t *testing.T) {
+	t.Parallel()
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/plain")
 		w.Write([]byte("from the server"))
@@ -302,6 +304,7 @@ func TestGrantsServeHTTP(t *testing.T) {
 // relative to the file), the working directory a relative path starts at,
 // and a network host it cannot use, which deploy warns about.
 func TestGrantsProject(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	project := t.TempDir()
 	image, err := os.ReadFile(filepath.Join("..", "examples", "files", "files.wasm"))
@@ -385,6 +388,7 @@ perms = "read_write"
 // functions more than once (the runtime and syscall each declare theirs,
 // and files declares the two that list the granted directories again).
 func TestDeployCountsWASIFunctionsOnce(t *testing.T) {
+	t.Parallel()
 	image, err := os.ReadFile(filepath.Join("..", "examples", "files", "files.wasm"))
 	if err != nil {
 		t.Fatal(err)
@@ -411,6 +415,7 @@ func TestDeployCountsWASIFunctionsOnce(t *testing.T) {
 // directory is on the host, which the model cannot reach and the program
 // is never shown (sandbox.FS.String, the refusals of berm.set).
 func TestUsageResourceGrantsWithoutHostPaths(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	_, notes := grantedTree(t)
 	berm(t, root, "deploy", "--example", "files", "--allow-dir", notes+":/data")

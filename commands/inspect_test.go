@@ -15,6 +15,7 @@ import (
 // TestInspectEscapes: an image's manifest is the author's text, and inspect
 // prints it to a terminal; the escape sequences in it are shown, not obeyed.
 func TestInspectEscapes(t *testing.T) {
+	t.Parallel()
 	echo, err := os.ReadFile(filepath.Join("..", "testdata", "echo.wasm"))
 	if err != nil {
 		t.Fatal(err)
@@ -49,6 +50,7 @@ func TestInspectEscapes(t *testing.T) {
 }
 
 func TestPrintable(t *testing.T) {
+	t.Parallel()
 	for in, want := range map[string]string{
 		"plain text\nline\ttab": "plain text\nline\ttab",
 		"é 日本 🙂":                "é 日本 🙂",
@@ -67,6 +69,7 @@ func TestPrintable(t *testing.T) {
 // (files.wasm: fd_write, fd_prestat_get, path_filestat_get); inspect lists
 // each once with its count, and says "1 page", not "1 pages".
 func TestInspectImportsOnce(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		file      string
 		want      []string
@@ -116,6 +119,7 @@ func TestInspectImportsOnce(t *testing.T) {
 // English for one, and lists a non-WASI import once however often the
 // module imports it.
 func TestReachCounts(t *testing.T) {
+	t.Parallel()
 	got := reachFor(nil, nil, []string{"env.f", "env.f", "wasi_snapshot_preview1.clock_time_get", "wasi_snapshot_preview1.clock_time_get"})
 	want := []string{"import env.f", "WASI 1 more function"}
 	if !slices.Equal(got, want) {

@@ -8,6 +8,7 @@ import (
 )
 
 func TestParseSize(t *testing.T) {
+	t.Parallel()
 	for in, want := range map[string]uint64{
 		"0": 0, "1048576": 1 << 20, "64MiB": 64 << 20, "1GB": 1e9, "512k": 512 << 10,
 		"1.5KiB": 1536, "0.3kb": 300, " 2 mib ": 2 << 20, "4GiB": 4 << 30, "10b": 10,
@@ -30,6 +31,7 @@ func TestParseSize(t *testing.T) {
 // TestLimitFlags: each size and duration flag refuses nonsense with a usage
 // error that names it.
 func TestLimitFlags(t *testing.T) {
+	t.Parallel()
 	good := limitOptions{timeout: time.Second, memory: "128MiB", maxArgs: "1MiB", maxResult: "16MiB", maxCallDepth: 4}
 	if _, err := good.limits(); err != nil {
 		t.Fatal(err)

@@ -35,6 +35,7 @@ func (fullWriter) Write([]byte) (int, error) { return 0, syscall.ENOSPC }
 // whatever the command; a caller reading stdout would otherwise take nothing,
 // or half, for the result.
 func TestOutputLost(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	for _, name := range []string{"echo", "other"} {
 		if code, stderr := mainIn(t, root, nil, "deploy", name, fixturePath("echo.wasm")); code != 0 {
@@ -77,6 +78,7 @@ func TestOutputLost(t *testing.T) {
 
 // TestRunToDevFull is `berm run ... >/dev/full`, in a real process.
 func TestRunToDevFull(t *testing.T) {
+	t.Parallel()
 	full, err := os.OpenFile("/dev/full", os.O_WRONLY, 0)
 	if err != nil {
 		t.Skip("no /dev/full:", err)
@@ -100,6 +102,7 @@ func TestRunToDevFull(t *testing.T) {
 // a usage error or what the command does without them, never a panic (which
 // would end this test).
 func TestBareCommands(t *testing.T) {
+	t.Parallel()
 	root := filepath.Join(t.TempDir(), "root")
 	for _, args := range [][]string{
 		{"deploy"}, {"ls"}, {"inspect"}, {"run"}, {"rm"}, {"push"}, {"login"}, {"logout"},
@@ -128,6 +131,7 @@ func (endless) Read(p []byte) (int, error) {
 // TestLoginPasswordBounded: login reads a line of stdin for the password,
 // and no more than a password could be, whatever stdin is.
 func TestLoginPasswordBounded(t *testing.T) {
+	t.Parallel()
 	var stdout, stderr bytes.Buffer
 	code := commands.Main(context.Background(), []string{"berm", "login", "--username", "me", "localhost:1"},
 		endless{}, &stdout, &stderr)

@@ -3,6 +3,7 @@ package commands
 import "testing"
 
 func TestParseRate(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		in   string
 		want uint64

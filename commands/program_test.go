@@ -12,6 +12,7 @@ import (
 // TestReadImageFileBounded: a file whose size stat cannot tell (a device, a
 // pipe) is read up to the image limit and no further.
 func TestReadImageFileBounded(t *testing.T) {
+	t.Parallel()
 	if _, err := os.Stat("/dev/zero"); err != nil {
 		t.Skip("no /dev/zero")
 	}
@@ -21,6 +22,7 @@ func TestReadImageFileBounded(t *testing.T) {
 }
 
 func TestReadImageFile(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	big := filepath.Join(dir, "big.wasm")
 	if err := os.WriteFile(big, nil, 0o644); err != nil {
@@ -42,6 +44,7 @@ func TestReadImageFile(t *testing.T) {
 
 // TestProjectFileBounded: berm.toml is read up to a bound, whatever it is.
 func TestProjectFileBounded(t *testing.T) {
+	t.Parallel()
 	if _, err := os.Stat("/dev/zero"); err != nil {
 		t.Skip("no /dev/zero")
 	}

@@ -52,6 +52,7 @@ func headCommit(t *testing.T, repo *git.Repository) *object.Commit {
 }
 
 func TestPublishThenSearch(t *testing.T) {
+	t.Parallel()
 	host := registrytest.Start(t, nil)
 	root, docker, home := t.TempDir(), t.TempDir(), t.TempDir()
 	ref := host + "/demo/echo:v1"
@@ -139,6 +140,7 @@ func mustWorktree(t *testing.T, repo *git.Repository) *git.Worktree {
 }
 
 func TestPublishRefuses(t *testing.T) {
+	t.Parallel()
 	host := registrytest.Start(t, nil)
 	root, docker, home := t.TempDir(), t.TempDir(), t.TempDir()
 	run(t, bermEnv(t, root, docker, "push", host+"/demo/echo:v1", fixturePath("echo.wasm")))

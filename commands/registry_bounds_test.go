@@ -57,6 +57,7 @@ func trickleTo(t *testing.T, host string) string {
 // A registry that trickles is cut off at --registry-timeout, with an
 // error that names it and the bound, and a hint naming the flags.
 func TestDeployFromTricklingRegistry(t *testing.T) {
+	t.Parallel()
 	host := registrytest.Start(t, nil)
 	root, docker := t.TempDir(), t.TempDir()
 	run(t, bermEnv(t, root, docker, "push", host+"/demo/echo:v1", fixturePath("echo.wasm")))
@@ -83,6 +84,7 @@ func closedPort(t *testing.T) string {
 // A registry that is not there is named unreachable, with a hint, for a
 // push and a deploy alike.
 func TestUnreachableRegistry(t *testing.T) {
+	t.Parallel()
 	root, docker := t.TempDir(), t.TempDir()
 	ref := closedPort(t) + "/demo/echo:v1"
 	for _, args := range [][]string{{"push", ref, fixturePath("echo.wasm")}, {"deploy", "e", ref}} {
@@ -94,6 +96,7 @@ func TestUnreachableRegistry(t *testing.T) {
 // berm serve's control API pulls a reference under serve's own registry
 // bounds: a trickling registry is cut off at its --registry-timeout.
 func TestServePullFromTricklingRegistry(t *testing.T) {
+	t.Parallel()
 	host := registrytest.Start(t, nil)
 	serverRoot, clientRoot, docker := t.TempDir(), t.TempDir(), t.TempDir()
 	run(t, bermEnv(t, clientRoot, docker, "push", host+"/demo/echo:v1", fixturePath("echo.wasm")))

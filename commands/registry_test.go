@@ -79,6 +79,7 @@ func sha256File(t *testing.T, path string) string {
 }
 
 func TestPushDeployRun(t *testing.T) {
+	t.Parallel()
 	host := registrytest.Start(t, nil)
 	root, docker := t.TempDir(), t.TempDir()
 	ref := host + "/demo/echo:v1"
@@ -116,6 +117,7 @@ func TestPushDeployRun(t *testing.T) {
 
 // TestDeployFetchesOnce: a digest the store holds is not fetched again.
 func TestDeployFetchesOnce(t *testing.T) {
+	t.Parallel()
 	host := registrytest.Start(t, nil)
 	root, docker := t.TempDir(), t.TempDir()
 	run(t, bermEnv(t, root, docker, "push", host+"/demo/echo:v1", fixturePath("echo.wasm")))
@@ -137,6 +139,7 @@ func TestDeployFetchesOnce(t *testing.T) {
 // TestRegistryThatLies: a registry serving wrong bytes is caught, and
 // nothing is deployed or stored.
 func TestRegistryThatLies(t *testing.T) {
+	t.Parallel()
 	host := registrytest.Start(t, nil)
 	root, docker := t.TempDir(), t.TempDir()
 	pushRoot := t.TempDir()
@@ -157,6 +160,7 @@ func TestRegistryThatLies(t *testing.T) {
 }
 
 func TestOrasPushedDeploys(t *testing.T) {
+	t.Parallel()
 	host := registrytest.Start(t, nil)
 	oras := registrytest.Oras(t)
 	root, docker := t.TempDir(), t.TempDir()
@@ -173,6 +177,7 @@ func TestOrasPushedDeploys(t *testing.T) {
 }
 
 func TestLoginLogout(t *testing.T) {
+	t.Parallel()
 	host := registrytest.Start(t, &registrytest.Options{User: "berm", Password: "s3cret"})
 	root, docker := t.TempDir(), t.TempDir()
 	ref := host + "/private/echo:v1"
@@ -196,6 +201,7 @@ func TestLoginLogout(t *testing.T) {
 // TestProjectFile pushes and deploys from berm.toml, locally and through a
 // server that pulls with its own credentials.
 func TestProjectFile(t *testing.T) {
+	t.Parallel()
 	host := registrytest.Start(t, &registrytest.Options{User: "berm", Password: "s3cret"})
 	docker := t.TempDir()
 	login := bermEnv(t, t.TempDir(), docker, "login", "--username", "berm", host)

@@ -26,6 +26,7 @@ func TestMain(m *testing.M) {
 // testdata/script. Each starts with an empty root ($BERM_ROOT) and the
 // fixture images of ../testdata in its work directory.
 func TestScripts(t *testing.T) {
+	t.Parallel()
 	testscript.Run(t, testscript.Params{
 		Dir: filepath.Join("testdata", "script"),
 		Setup: func(env *testscript.Env) error {

@@ -16,6 +16,7 @@ import (
 // TestSearchServer: `berm search --server URL` asks a server's
 // GET /v1/search, which searches the server's own index and root.
 func TestSearchServer(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	indextest.Init(t, dir)
 	files := indextest.Generate("ghcr.io", 50)

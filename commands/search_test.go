@@ -475,6 +475,7 @@ func TestServeSearchSlowRefresh(t *testing.T) {
 }
 
 func TestConfigCommand(t *testing.T) {
+	t.Parallel()
 	root := filepath.Join(t.TempDir(), "root")
 	var stdout bytes.Buffer
 	if code, stderr := mainIn(t, root, &stdout, "config", "get", "index"); code != 0 || stdout.Len() != 0 {

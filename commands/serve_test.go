@@ -124,6 +124,7 @@ func callText(t *testing.T, cs *mcp.ClientSession, name string, args any) string
 }
 
 func TestServeStdio(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	berm(t, root, "deploy", "echo", fixturePath("echo.wasm"))
 	changed := make(chan struct{}, 8)
@@ -163,6 +164,7 @@ func TestServeStdio(t *testing.T) {
 // errors reach stderr (Claude Code shows each stderr line as an error): no
 // serve or call lines.
 func TestServeStdioQuiet(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	berm(t, root, "deploy", "echo", fixturePath("echo.wasm"))
 	cs, _, stderr := connectStdio(t, root, nil)
@@ -180,6 +182,7 @@ func TestServeStdioQuiet(t *testing.T) {
 // TestServeCallOutcomes: the call's log line names its outcome in the words
 // of /metrics (refused, trap, deadline, limit), not "error" for them all.
 func TestServeCallOutcomes(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	berm(t, root, "deploy", "core", fixturePath("core.wasm"))
 	cs, _, stderr := connectStdio(t, root, nil, "--timeout", "300ms")
@@ -207,6 +210,7 @@ func TestServeCallOutcomes(t *testing.T) {
 }
 
 func TestServeStdioNothingDeployed(t *testing.T) {
+	t.Parallel()
 	cs, _, _ := connectStdio(t, t.TempDir(), nil)
 	if names := toolNames(t, cs); len(names) != 0 {
 		t.Fatalf("tools = %v", names)
@@ -216,6 +220,7 @@ func TestServeStdioNothingDeployed(t *testing.T) {
 // TestServeSIGTERM: a call in flight when SIGTERM arrives finishes, and the
 // server exits 0.
 func TestServeSIGTERM(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	berm(t, root, "deploy", "core", fixturePath("core.wasm"))
 	cs, cmd, stderr := connectStdio(t, root, nil, "--log-level", "info")
@@ -300,6 +305,7 @@ func startHTTPEnv(t *testing.T, root string, env []string, args ...string) strin
 }
 
 func TestServeHTTPControl(t *testing.T) {
+	t.Parallel()
 	serverRoot, clientRoot := t.TempDir(), t.TempDir()
 	base := startHTTP(t, serverRoot, "--token", "tok")
 
@@ -344,6 +350,7 @@ func TestServeHTTPControl(t *testing.T) {
 }
 
 func TestServeRefusesOpenAddressWithoutToken(t *testing.T) {
+	t.Parallel()
 	cmd := bermCmd(t, t.TempDir(), "serve", "--addr", "0.0.0.0:0")
 	out, err := cmd.CombinedOutput()
 	if exit, ok := err.(*exec.ExitError); !ok || exit.ExitCode() != 2 || !strings.Contains(string(out), "needs a token") {
@@ -356,6 +363,7 @@ func TestServeRefusesOpenAddressWithoutToken(t *testing.T) {
 // berm serve running there, or another --addr. It said only "address
 // already in use".
 func TestServeBusyAddress(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	base := startHTTP(t, root)
 	addr := strings.TrimPrefix(base, "http://")

@@ -21,6 +21,7 @@ import (
 // --state takes nothing (the directory) or a PostgreSQL URL; anything else
 // is a usage error that names the scheme, and never echoes a password.
 func TestStateRefusesUnknownScheme(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	for name, state := range map[string]string{
 		"mysql":    "mysql://berm:hunter2@db/berm",
@@ -58,6 +59,7 @@ func TestStateFromEnvironment(t *testing.T) {
 // A database that does not answer is an error naming its host and port,
 // never its password.
 func TestStateUnreachableNamesHost(t *testing.T) {
+	t.Parallel()
 	for _, cmd := range [][]string{{"ls"}, {"rm", "hello"}, {"deploy", "--example", "hello"}, {"inspect", "hello"}} {
 		t.Run(cmd[0], func(t *testing.T) {
 			code, stderr := mainIn(t, t.TempDir(), nil, append([]string{"--state", "postgres://berm:hunter2@127.0.0.1:1/berm?connect_timeout=2"}, cmd...)...)
@@ -75,6 +77,7 @@ func TestStateUnreachableNamesHost(t *testing.T) {
 // its own (here: an invocation of its own, with a root of its own, so that
 // nothing is shared but the database).
 func TestStateDeployListRemove(t *testing.T) {
+	t.Parallel()
 	url := pgtest.NewCluster(t).URL(t)
 	berm := func(args ...string) string {
 		t.Helper()
@@ -108,6 +111,7 @@ func TestStateDeployListRemove(t *testing.T) {
 // included. When the database goes away again, /healthz says so while
 // /readyz stays 200: the programs served still take calls.
 func TestServeWaitsForDatabase(t *testing.T) {
+	t.Parallel()
 	cluster := pgtest.NewCluster(t)
 	url := cluster.URL(t)
 	if err := cluster.Stop(); err != nil {
@@ -182,6 +186,7 @@ func TestServeWaitsForDatabase(t *testing.T) {
 // a hint, rather than retrying what no wait mends; the hint about
 // PostgreSQL running is for an unreachable one only.
 func TestServeDoesNotRetryRefusals(t *testing.T) {
+	t.Parallel()
 	good := pgtest.URL(t)
 	u, err := neturl.Parse(good)
 	if err != nil {
@@ -305,6 +310,7 @@ func waitForLog(t *testing.T, log *syncBuffer, re *regexp.Regexp) string {
 // --state with a server to drive is ambiguous (a server acts on its own
 // state): refused, not ignored.
 func TestStateWithServerRefused(t *testing.T) {
+	t.Parallel()
 	code, stderr := mainIn(t, t.TempDir(), nil, "--state", "postgres://berm@127.0.0.1:1/berm", "ls", "--server", "http://127.0.0.1:1")
 	if code != 2 || !strings.Contains(stderr, "give one") {
 		t.Fatalf("exit %d, want 2 and --state with --server refused\n%s", code, stderr)
@@ -314,6 +320,7 @@ func TestStateWithServerRefused(t *testing.T) {
 // A deployment record's name is printed escaped: a row or file planted with
 // terminal escapes cannot drive the terminal of whoever lists.
 func TestLsEscapesDamagedNames(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	if err := os.MkdirAll(filepath.Join(root, "deployments"), 0o755); err != nil {
 		t.Fatal(err)
@@ -335,6 +342,7 @@ func TestLsEscapesDamagedNames(t *testing.T) {
 // wait: its client started it and shows the error, and a server waiting
 // would not see the client close its stdin.
 func TestServeStdioUnreachableFails(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	var stdout, stderr bytes.Buffer

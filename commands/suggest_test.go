@@ -9,6 +9,7 @@ import (
 )
 
 func TestSuggestName(t *testing.T) {
+	t.Parallel()
 	names := []string{"greet", "count", "now", "serve", "example", "max-args", "max-result"}
 	for _, tc := range []struct{ typed, want string }{
 		{"gret", "greet"},      // one left out
@@ -36,6 +37,7 @@ func TestSuggestName(t *testing.T) {
 }
 
 func TestEditDistance(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		a, b string
 		want int
@@ -58,6 +60,7 @@ func TestEditDistance(t *testing.T) {
 }
 
 func TestExampleArgs(t *testing.T) {
+	t.Parallel()
 	long := strings.Repeat("k", 65)
 	for _, tc := range []struct{ params, want string }{
 		{`{"type":"object","properties":{"name":{"type":"string"}}}`, `{"name":"x"}`},

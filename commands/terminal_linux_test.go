@@ -40,6 +40,7 @@ func openPTY(t *testing.T) (master, slave *os.File) {
 // A terminal is a terminal; /dev/null, a character device too, is not, and
 // neither is a pipe or a file.
 func TestIsTerminal(t *testing.T) {
+	t.Parallel()
 	_, tty := openPTY(t)
 	null, err := os.OpenFile(os.DevNull, os.O_WRONLY, 0)
 	if err != nil {
@@ -77,6 +78,7 @@ func TestIsTerminal(t *testing.T) {
 // berm run ends its result's line on a terminal, and leaves the result's
 // bytes as they are anywhere else.
 func TestRunResultOnTerminal(t *testing.T) {
+	t.Parallel()
 	master, tty := openPTY(t)
 	root := t.TempDir()
 	args := []string{"berm", "--root", root, "run", filepath.Join("..", "testdata", "echo.wasm"), "echo", `{"a":1}`}

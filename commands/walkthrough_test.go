@@ -34,6 +34,7 @@ import (
 //
 // A line it does not know how to run fails the test: teach it here.
 func TestWalkthrough(t *testing.T) {
+	t.Parallel()
 	goTool, err := exec.LookPath("go")
 	if err != nil {
 		t.Skip("no go command")

@@ -41,6 +41,7 @@ func TestCloseLeavesNoGoroutines(t *testing.T) {
 // While draining, /healthz says so with 503, so that a load balancer sends
 // calls elsewhere.
 func TestHealthzDraining(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, runtime.Limits{}, nil)
 	ts := h.serveHTTP(t, mcpserve.HTTPConfig{})
 	health := func() (int, string) {

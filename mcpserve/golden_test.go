@@ -26,6 +26,7 @@ var update = flag.Bool("update", false, "rewrite the golden transcripts in testd
 // server over stdio, and the responses must equal NAME.out.jsonl (run with
 // -update to rewrite them after a deliberate change).
 func TestGoldenTranscripts(t *testing.T) {
+	t.Parallel()
 	inputs, err := filepath.Glob(filepath.Join("testdata", "golden", "*.in.jsonl"))
 	if err != nil || len(inputs) == 0 {
 		t.Fatalf("no transcripts: %v", err)

@@ -20,6 +20,7 @@ import (
 // and inspect report them, and the served program has them. A grant the
 // server cannot hold is refused as a grant, with the path named.
 func TestControlAPIGrants(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, runtime.Limits{}, nil)
 	ts := h.serveHTTP(t, mcpserve.HTTPConfig{Token: "tok"})
 	ctx := context.Background()
@@ -76,6 +77,7 @@ func TestControlAPIGrants(t *testing.T) {
 // may), open-world only when a network host is granted to it or a callee.
 // They change when a callee is served or removed.
 func TestAnnotationsFollowGrants(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, runtime.Limits{}, nil)
 	cs := h.connect(t, nil)
 	ctx := context.Background()

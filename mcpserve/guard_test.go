@@ -55,6 +55,7 @@ func (h *harness) deployed(t *testing.T) (stored, served []string) {
 // rebinding, of a page elsewhere, and of names the server answers to: the
 // refusals are 403 in JSON on every route, /mcp included, and change nothing.
 func TestHTTPHostAndOrigin(t *testing.T) {
+	t.Parallel()
 	image, err := os.ReadFile("../testdata/echo.wasm")
 	if err != nil {
 		t.Fatal(err)
@@ -138,6 +139,7 @@ func TestHTTPHostAndOrigin(t *testing.T) {
 // token, which a rebinding page cannot send, and answers to any Host unless
 // allowed hosts are given; Origin is checked all the same.
 func TestHTTPHostBeyondLoopback(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name         string
 		cfg          mcpserve.HTTPConfig
@@ -182,6 +184,7 @@ func TestHTTPHostBeyondLoopback(t *testing.T) {
 }
 
 func TestRunHTTPRefusesBadAllowedHost(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, runtime.Limits{}, nil)
 	for _, bad := range []string{"https://mcp.example.com", "mcp.example.com:443", "mcp.example.com/mcp", "", "*.example.com"} {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)

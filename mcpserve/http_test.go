@@ -67,6 +67,7 @@ func connectHTTP(t *testing.T, url string, client *http.Client) (*mcp.ClientSess
 }
 
 func TestHTTPServesMCP(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, runtime.Limits{}, nil)
 	h.deploy(t, "echo", "echo.wasm")
 	ts := h.serveHTTP(t, mcpserve.HTTPConfig{})
@@ -85,6 +86,7 @@ func TestHTTPServesMCP(t *testing.T) {
 }
 
 func TestHTTPToken(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, runtime.Limits{}, nil)
 	h.deploy(t, "echo", "echo.wasm")
 	ts := h.serveHTTP(t, mcpserve.HTTPConfig{Token: "s3cret"})
@@ -116,6 +118,7 @@ func TestHTTPToken(t *testing.T) {
 }
 
 func TestHTTPBodyLimit(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, runtime.Limits{}, nil)
 	ts := h.serveHTTP(t, mcpserve.HTTPConfig{MaxBody: 1024, MaxImage: 2048})
 	big := `{"jsonrpc":"2.0","id":1,"method":"ping","params":{"x":"` + strings.Repeat("x", 2048) + `"}}`
@@ -130,6 +133,7 @@ func TestHTTPBodyLimit(t *testing.T) {
 }
 
 func TestControlAPI(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, runtime.Limits{}, nil)
 	ts := h.serveHTTP(t, mcpserve.HTTPConfig{Token: "tok"})
 	ctx := context.Background()
@@ -195,6 +199,7 @@ func TestControlAPI(t *testing.T) {
 }
 
 func TestRunHTTPNeedsTokenBeyondLoopback(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, runtime.Limits{}, nil)
 	err := h.srv.RunHTTP(context.Background(), mcpserve.HTTPConfig{Addr: "0.0.0.0:0"}, time.Second)
 	if !errors.Is(err, mcpserve.ErrNeedsToken) {
@@ -213,6 +218,7 @@ func TestRunHTTPNeedsTokenBeyondLoopback(t *testing.T) {
 // TestRunHTTPTLS serves HTTPS with a self-signed certificate and shuts down
 // when its context ends.
 func TestRunHTTPTLS(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, runtime.Limits{}, nil)
 	h.deploy(t, "echo", "echo.wasm")
 	certFile, keyFile, pool := selfSigned(t)

@@ -7,6 +7,7 @@ import (
 )
 
 func TestIDKey(t *testing.T) {
+	t.Parallel()
 	same := [][]string{
 		{`7`, `7.0`, `0.7e1`, `70E-1`, `7.000e0`},
 		{`0`, `-0`, `0.0`, `0e5`, `-0.0E-3`},

@@ -180,6 +180,7 @@ func (l *stderrLog) String() string {
 }
 
 func TestInspector(t *testing.T) {
+	t.Parallel()
 	inspector := npmBin(t, "mcp-inspector")
 	berm := buildBerm(t, t.TempDir())
 	root := t.TempDir()

@@ -90,6 +90,7 @@ func bigEcho(id, size int) string {
 // TestHTTPWriteTimeoutSlowReader: a client that does not read a large
 // result no longer holds it, and its connection, beyond the write timeout.
 func TestHTTPWriteTimeoutSlowReader(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, runtime.Limits{MaxArgs: 16 << 20, MaxResult: 16 << 20}, nil)
 	h.deploy(t, "echo", "echo.wasm")
 	ts := h.serveHTTP(t, mcpserve.HTTPConfig{MaxBody: 17 << 20, WriteTimeout: 200 * time.Millisecond})
@@ -129,6 +130,7 @@ func TestHTTPWriteTimeoutSlowReader(t *testing.T) {
 // TestHTTPReadTimeoutTrickledBody: a body that does not arrive within the
 // read timeout is refused in JSON (408), on MCP as on the control API.
 func TestHTTPReadTimeoutTrickledBody(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, runtime.Limits{}, nil)
 	ts := h.serveHTTP(t, mcpserve.HTTPConfig{ReadTimeout: 200 * time.Millisecond})
 	for _, route := range []struct{ method, path string }{{"POST", "/mcp"}, {"PUT", "/v1/programs/slow"}} {
@@ -154,6 +156,7 @@ func TestHTTPReadTimeoutTrickledBody(t *testing.T) {
 // call running past both loses its answer; over HTTP/1.1 and HTTP/2 (where
 // a deadline that passes resets a stream), through RunHTTP's own server.
 func TestHTTPStreamOutlivesDeadlines(t *testing.T) {
+	t.Parallel()
 	for _, useTLS := range []bool{false, true} {
 		t.Run(fmt.Sprintf("tls=%v", useTLS), func(t *testing.T) {
 			h := newHarness(t, runtime.Limits{Deadline: 500 * time.Millisecond}, nil)
@@ -213,6 +216,7 @@ func TestHTTPStreamOutlivesDeadlines(t *testing.T) {
 // client in use keeps its session and the newest client gets one. The session ended gets
 // 404, on which MCP has a client initialize anew.
 func TestHTTPMaxSessions(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, runtime.Limits{}, nil)
 	const grace = 100 * time.Millisecond
 	ts := h.serveHTTP(t, mcpserve.WithSessionGrace(mcpserve.HTTPConfig{MaxSessions: 3, Metrics: true}, grace))
@@ -249,6 +253,7 @@ func ping(t *testing.T, base, session string, want int) {
 // flight is a new one refused, in JSON, 503 with Retry-After; the calls in
 // flight are answered.
 func TestHTTPMaxSessionsAllBusy(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, runtime.Limits{Deadline: 3 * time.Second}, nil)
 	h.deploy(t, "core", "core.wasm")
 	ts := h.serveHTTP(t, mcpserve.HTTPConfig{MaxSessions: 2})
@@ -284,6 +289,7 @@ func TestHTTPMaxSessionsAllBusy(t *testing.T) {
 // TestHTTPSessionIdle: a session without requests for the idle time ends
 // (404 to its next request, as MCP says).
 func TestHTTPSessionIdle(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, runtime.Limits{}, nil)
 	ts := h.serveHTTP(t, mcpserve.HTTPConfig{SessionIdle: 200 * time.Millisecond})
 	id := openSession(t, nil, ts.URL)
@@ -374,6 +380,7 @@ func TestMeasureHTTPBounds(t *testing.T) {
 // refused every client for a minute); and a body of at most 4 KiB (an
 // initialize, a ping) is never refused by the bound.
 func TestHTTPBodiesHeldBounded(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, runtime.Limits{}, nil)
 	ts := h.serveHTTP(t, mcpserve.HTTPConfig{MaxImage: 1 << 20, MaxBody: 1 << 20})
 	addr := ts.Listener.Addr().String()

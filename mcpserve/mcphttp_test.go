@@ -75,6 +75,7 @@ func decodeRPC(t *testing.T, msg string) rpcMsg {
 // JSON text, in a stream of events, in a JSON body (an error berm answers
 // itself), and in a batch (protocol 2025-03-26).
 func TestHTTPEchoesIDs(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, runtime.Limits{}, nil)
 	h.deploy(t, "echo", "echo.wasm")
 	ts := h.serveHTTP(t, mcpserve.HTTPConfig{})
@@ -126,6 +127,7 @@ func oldSession(t *testing.T, base string) string {
 // check answers), the one in flight is answered as ever, and the id is free
 // again once it is; the same id in another session is another request.
 func TestHTTPDuplicateInFlight(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, runtime.Limits{Deadline: 2 * time.Second}, nil)
 	h.deploy(t, "core", "core.wasm")
 	ts := h.serveHTTP(t, mcpserve.HTTPConfig{})
@@ -157,6 +159,7 @@ func TestHTTPDuplicateInFlight(t *testing.T) {
 // TestHTTPCancelled: a call the client cancels gets no response (MCP: a
 // receiver should not respond), and stops.
 func TestHTTPCancelled(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, runtime.Limits{Deadline: time.Minute}, nil)
 	h.deploy(t, "core", "core.wasm")
 	ts := h.serveHTTP(t, mcpserve.HTTPConfig{})
@@ -195,6 +198,7 @@ var badRequests = []struct{ name, body string }{
 // unknown method got 400 "JSON RPC not handled") is answered as stdio
 // answers it: the same JSON-RPC error, 200, in JSON.
 func TestHTTPErrorsAsStdio(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, runtime.Limits{}, nil)
 	ts := h.serveHTTP(t, mcpserve.HTTPConfig{})
 	sid := openSession(t, nil, ts.URL)
@@ -223,6 +227,7 @@ func TestHTTPErrorsAsStdio(t *testing.T) {
 // SDK took it and then sent every level. After it, as before any level,
 // nothing is logged.
 func TestSetLevelInvalid(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, runtime.Limits{}, nil)
 	h.deploy(t, "core", "core.wasm")
 	ts := h.serveHTTP(t, mcpserve.HTTPConfig{})
@@ -248,6 +253,7 @@ func TestSetLevelInvalid(t *testing.T) {
 // not have, and takes one it has (MCP clients, the conformance suite's too,
 // expect it taken), though it applies to nothing past its request.
 func TestStatelessSetLevel(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, runtime.Limits{}, nil)
 	ts := h.serveHTTP(t, mcpserve.HTTPConfig{Stateless: true})
 	_, _, msgs := exchange(t, ts.URL, "", `{"jsonrpc":"2.0","id":1,"method":"logging/setLevel","params":{"level":"loud"}}`)
@@ -265,6 +271,7 @@ func TestStatelessSetLevel(t *testing.T) {
 // require a session id should), in JSON-RPC; it answered 200 and an error
 // of its handshake.
 func TestHTTPNeedsSessionID(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, runtime.Limits{}, nil)
 	ts := h.serveHTTP(t, mcpserve.HTTPConfig{})
 	for body, says := range map[string]string{
@@ -292,6 +299,7 @@ func TestHTTPNeedsSessionID(t *testing.T) {
 // TestHTTPLongCallSendsHeaders: a call that runs a while has its
 // response's headers sent while it runs, not with its result.
 func TestHTTPLongCallSendsHeaders(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, runtime.Limits{Deadline: 3 * time.Second}, nil)
 	h.deploy(t, "core", "core.wasm")
 	ts := h.serveHTTP(t, mcpserve.HTTPConfig{})
@@ -312,6 +320,7 @@ func TestHTTPLongCallSendsHeaders(t *testing.T) {
 // later refuses a batch, as over stdio, even from a client that omits the
 // Mcp-Protocol-Version header (on which the SDK took it as 2025-03-26).
 func TestHTTPBatchRefusedFrom20250618(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, runtime.Limits{}, nil)
 	ts := h.serveHTTP(t, mcpserve.HTTPConfig{})
 	sid := openSession(t, nil, ts.URL)
@@ -325,6 +334,7 @@ func TestHTTPBatchRefusedFrom20250618(t *testing.T) {
 // TestHTTPBatchOfCalls: a batch's calls (protocol 2025-03-26) are
 // answered in one stream, each with its id, a cancelled one not at all.
 func TestHTTPBatchOfCalls(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, runtime.Limits{Deadline: 3 * time.Second}, nil)
 	h.deploy(t, "core", "core.wasm")
 	h.deploy(t, "echo", "echo.wasm")
@@ -349,6 +359,7 @@ func TestHTTPBatchOfCalls(t *testing.T) {
 // TestHTTPBatchBounded: over HTTP as over stdio, a batch has at most 100
 // elements: past it, 400 and -32600 naming the bound.
 func TestHTTPBatchBounded(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, runtime.Limits{}, nil)
 	ts := h.serveHTTP(t, mcpserve.HTTPConfig{})
 	sid := oldSession(t, ts.URL)
@@ -380,6 +391,7 @@ func newProtocolCall(id, tool string) (string, []string) {
 // event of the stream. (It went out as raw JSON, not an event, with berm's
 // token for an id.)
 func TestHTTPStatusOverrideAfterHeaders(t *testing.T) {
+	t.Parallel()
 	q := newQueued(t, time.Minute, mcpserve.HTTPConfig{Stateless: true})
 	addr := strings.TrimPrefix(q.url, "http://")
 	busy := rawRequest(t, addr, "POST", "/mcp", "", len(loopCall("1")), loopCall("1"))
@@ -421,6 +433,7 @@ func TestHTTPStatusOverrideAfterHeaders(t *testing.T) {
 // Accept, Last-Event-ID, a batch refused by its header) and an unknown
 // session are answered in JSON-RPC, -32600, with the same status.
 func TestHTTPRefusalsInJSONRPC(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, runtime.Limits{}, nil)
 	ts := h.serveHTTP(t, mcpserve.HTTPConfig{})
 	sid, old := openSession(t, nil, ts.URL), oldSession(t, ts.URL)

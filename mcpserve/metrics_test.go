@@ -295,7 +295,9 @@ func value(fams map[string]*dto.MetricFamily, name string, labels map[string]str
 }
 
 // TestMetricsRuntime: what the runtime, the queue and the store report, as
-// berm serve --metrics wires them.
+// berm serve --metrics wires them. Not parallel, as none of this file's
+// tests are: they count compiles, and a loaded machine widens the window in
+// which the service's sync compiles a deployment a second time.
 func TestMetricsRuntime(t *testing.T) {
 	m := newMetricsServer(t, true, runtime.Limits{Deadline: 2 * time.Second}, mcpserve.Options{MaxConcurrent: 1},
 		"echo.wasm", "kv.wasm", "core.wasm")

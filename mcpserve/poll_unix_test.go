@@ -40,6 +40,7 @@ func nonblocking(t *testing.T, f *os.File) bool {
 // before, and the pipe is left in blocking mode as it came, whether the
 // client closes it or the server is stopped with stdin open.
 func TestStdioPipeModeRestored(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, runtime.Limits{}, nil)
 	h.deploy(t, "echo", "echo.wasm")
 	h.start(t)

@@ -93,6 +93,7 @@ func errorCode(t *testing.T, msgs []string) (int64, string) {
 // (CodeBusy), naming the bound. (A session's calls queued without a bound:
 // 13,500 from one batch.)
 func TestCallsWaitingBounded(t *testing.T) {
+	t.Parallel()
 	q := newQueued(t, 3*time.Second, mcpserve.HTTPConfig{})
 	var sids []string
 	for range 5 {
@@ -130,6 +131,7 @@ func TestCallsWaitingBounded(t *testing.T) {
 // does not starve everyone behind it (a fresh session's echo waited 14 s
 // behind 100 calls of one batch).
 func TestCallsTakenInTurn(t *testing.T) {
+	t.Parallel()
 	q := newQueued(t, 3*time.Second, mcpserve.HTTPConfig{})
 	a, b := oldSession(t, q.url), openSession(t, nil, q.url)
 	busy := q.callAsync(t, a, loopCall("1"))
@@ -171,6 +173,7 @@ func TestCallsTakenInTurn(t *testing.T) {
 // worker ends as a deadline without running (the last of 300 waited seven
 // minutes).
 func TestCallWaitBoundedByDeadline(t *testing.T) {
+	t.Parallel()
 	logs := new(lockedBuffer)
 	h := newHarness(t, runtime.Limits{Deadline: 3 * time.Second, MaxResult: 6 << 20, MaxArgs: 6 << 20}, &mcpserve.Options{
 		MaxConcurrent:    1,
@@ -212,6 +215,7 @@ func (q *queued) postAndHangUp(t *testing.T, sid, body string, n int) {
 // keeps no events to resume a stream); one already running runs on, MCP's
 // rule being that a disconnect is not a cancellation.
 func TestCallOfPOSTGoneNotStarted(t *testing.T) {
+	t.Parallel()
 	q := newQueued(t, 2*time.Second, mcpserve.HTTPConfig{})
 	a, b := openSession(t, nil, q.url), openSession(t, nil, q.url)
 	running := make(chan struct{})
@@ -234,6 +238,7 @@ func TestCallOfPOSTGoneNotStarted(t *testing.T) {
 // its only way back, so a call whose POST's connection goes is cancelled,
 // running or not.
 func TestStatelessCallOfPOSTGoneCancelled(t *testing.T) {
+	t.Parallel()
 	q := newQueued(t, time.Minute, mcpserve.HTTPConfig{Stateless: true})
 	q.postAndHangUp(t, "", loopCall("1"), 1)
 	q.inFlight(t, 0) // a minute before its deadline
@@ -246,6 +251,7 @@ func TestStatelessCallOfPOSTGoneCancelled(t *testing.T) {
 // still names it, so notifications/cancelled stops it (MCP has a client
 // cancel that way; berm had forgotten the id with the POST).
 func TestCancelAfterPOSTGone(t *testing.T) {
+	t.Parallel()
 	q := newQueued(t, time.Minute, mcpserve.HTTPConfig{})
 	sid := openSession(t, nil, q.url)
 	q.postAndHangUp(t, sid, loopCall("77"), 1)
@@ -259,6 +265,7 @@ func TestCancelAfterPOSTGone(t *testing.T) {
 // TestDeleteEndsSessionCalls: DELETE ends the session's calls at once (it
 // waited for them, and they ran to their deadline).
 func TestDeleteEndsSessionCalls(t *testing.T) {
+	t.Parallel()
 	q := newQueued(t, time.Minute, mcpserve.HTTPConfig{})
 	sid := openSession(t, nil, q.url)
 	call := q.callAsync(t, sid, loopCall("1"))
@@ -282,6 +289,7 @@ func TestDeleteEndsSessionCalls(t *testing.T) {
 // --max-sessions) has its calls ended: their POSTs are gone, so no one
 // could receive them.
 func TestEvictionEndsSessionCalls(t *testing.T) {
+	t.Parallel()
 	q := newQueued(t, time.Minute, mcpserve.HTTPConfig{MaxSessions: 1})
 	sid := openSession(t, nil, q.url)
 	q.postAndHangUp(t, sid, loopCall("1"), 1)
@@ -295,6 +303,7 @@ func TestEvictionEndsSessionCalls(t *testing.T) {
 // for room rather than be encoded, so clients that read nothing hold a
 // bounded number of them (20 such held 2.1 GB).
 func TestResultsUnsentBounded(t *testing.T) {
+	t.Parallel()
 	logs := new(lockedBuffer)
 	h := newHarness(t, runtime.Limits{MaxResult: 6 << 20, MaxArgs: 6 << 20}, &mcpserve.Options{
 		Logger: slog.New(slog.NewTextHandler(logs, nil)),
@@ -342,6 +351,7 @@ func TestResultsUnsentBounded(t *testing.T) {
 // the session with the most, which is refused (CodeBusy): one session
 // cannot hold every place.
 func TestCallsWaitingShared(t *testing.T) {
+	t.Parallel()
 	logs := new(lockedBuffer)
 	h := newHarness(t, runtime.Limits{Deadline: time.Minute}, &mcpserve.Options{
 		MaxConcurrent: 1, MaxWaiting: 8, // a session may have two waiting

@@ -28,6 +28,7 @@ func newStateHealth(ask func(context.Context) error) (*stateHealth, *time.Time) 
 // /healthz is probed, and its answer stands until then; the probe after that
 // gets the answer before while the state is asked anew.
 func TestStateHealthCached(t *testing.T) {
+	t.Parallel()
 	var asked atomic.Int32
 	var answer atomic.Pointer[error]
 	down := errors.New("database unreachable")
@@ -59,6 +60,7 @@ func TestStateHealthCached(t *testing.T) {
 // (Were a probe to wait for the check, the test would hang: the check ends
 // only once the probes have answered.)
 func TestStateHealthSlowCheckHoldsNoProbe(t *testing.T) {
+	t.Parallel()
 	var asked atomic.Int32
 	release := make(chan struct{})
 	h, now := newStateHealth(func(ctx context.Context) error {
@@ -90,6 +92,7 @@ func TestStateHealthSlowCheckHoldsNoProbe(t *testing.T) {
 
 // A probe that hangs up does not leave its cancellation as the answer.
 func TestStateHealthIgnoresProbeCancellation(t *testing.T) {
+	t.Parallel()
 	h, _ := newStateHealth(func(ctx context.Context) error { return ctx.Err() })
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()

@@ -31,6 +31,7 @@ func get(t *testing.T, url string) (code int, status, reason string) {
 // /healthz as /readyz and also 503 with CheckState's reason while it fails.
 // None needs the token.
 func TestProbes(t *testing.T) {
+	t.Parallel()
 	unreachable := func(context.Context) error { return errors.New("database unreachable") }
 	h := newHarness(t, runtime.Limits{}, &mcpserve.Options{CheckState: unreachable})
 	h.deploy(t, "echo", "echo.wasm")
@@ -76,6 +77,7 @@ func TestProbes(t *testing.T) {
 
 // Draining wins over the state's health, on both probes.
 func TestProbesDraining(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, runtime.Limits{}, &mcpserve.Options{CheckState: func(context.Context) error { return errors.New("database unreachable") }})
 	ts := h.serveHTTP(t, mcpserve.HTTPConfig{})
 	if err := h.srv.Drain(context.Background()); err != nil {
@@ -92,6 +94,7 @@ func TestProbesDraining(t *testing.T) {
 // and healthz 503 with the reason, anything else 503), then hands the very listener to
 // RunHTTP, which serves it until its context ends and closes it.
 func TestHoldThenServe(t *testing.T) {
+	t.Parallel()
 	cfg := mcpserve.HTTPConfig{Addr: "127.0.0.1:0"}
 	hold, err := mcpserve.Hold(cfg, "database unreachable", nil)
 	if err != nil {
@@ -140,6 +143,7 @@ func TestHoldThenServe(t *testing.T) {
 
 // Closing a Hold gives the address up.
 func TestHoldClose(t *testing.T) {
+	t.Parallel()
 	hold, err := mcpserve.Hold(mcpserve.HTTPConfig{Addr: "127.0.0.1:0"}, "database unreachable", nil)
 	if err != nil {
 		t.Fatal(err)
@@ -154,6 +158,7 @@ func TestHoldClose(t *testing.T) {
 
 // Hold refuses what RunHTTP refuses: beyond loopback without a token.
 func TestHoldNeedsTokenBeyondLoopback(t *testing.T) {
+	t.Parallel()
 	_, err := mcpserve.Hold(mcpserve.HTTPConfig{Addr: "0.0.0.0:0"}, "x", nil)
 	if !errors.Is(err, mcpserve.ErrNeedsToken) {
 		t.Fatalf("Hold on 0.0.0.0 without a token: %v, want ErrNeedsToken", err)

@@ -24,6 +24,7 @@ func requestID(t *testing.T, res *mcp.CallToolResult) string {
 // TestRequestID: each tools/call result carries, in _meta, a request id of
 // its own, and the server's log line for that call carries the same id.
 func TestRequestID(t *testing.T) {
+	t.Parallel()
 	var logs lockedBuffer
 	h := newHarness(t, runtime.Limits{}, &mcpserve.Options{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 	h.deploy(t, "echo", "echo.wasm")
@@ -52,6 +53,7 @@ func TestRequestID(t *testing.T) {
 
 // TestRequestIDOnFailure: a program's failure is a result too, with its id.
 func TestRequestIDOnFailure(t *testing.T) {
+	t.Parallel()
 	var logs lockedBuffer
 	h := newHarness(t, runtime.Limits{}, &mcpserve.Options{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 	h.deploy(t, "core", "core.wasm")

@@ -40,6 +40,7 @@ func (f *fakeSearch) search(_ context.Context, query string, limit int, refresh 
 }
 
 func TestSearchHandler(t *testing.T) {
+	t.Parallel()
 	f := &fakeSearch{}
 	mux := http.NewServeMux()
 	mux.Handle("GET /v1/search", mcpserve.SearchHandler(f.search))
@@ -82,6 +83,7 @@ func TestSearchHandler(t *testing.T) {
 }
 
 func TestSearchTool(t *testing.T) {
+	t.Parallel()
 	f := &fakeSearch{}
 	s := mcp.NewServer(&mcp.Implementation{Name: "berm"}, nil)
 	mcpserve.AddSearchTool(s, f.search)

@@ -151,6 +151,7 @@ func rpcCode(err error) int64 {
 }
 
 func TestToolsAndOutcomes(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, runtime.Limits{Deadline: 500 * time.Millisecond}, nil)
 	h.deploy(t, "core", "core.wasm")
 	h.deploy(t, "echo", "echo.wasm")
@@ -239,6 +240,7 @@ func TestToolsAndOutcomes(t *testing.T) {
 }
 
 func TestUsageReachesClients(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, runtime.Limits{}, nil)
 	h.deploy(t, "echo", "echo.wasm")
 	cs := h.connect(t, nil)
@@ -260,6 +262,7 @@ func TestUsageReachesClients(t *testing.T) {
 }
 
 func TestNothingDeployed(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, runtime.Limits{}, nil)
 	cs := h.connect(t, nil)
 	tools, err := cs.ListTools(context.Background(), nil)
@@ -275,6 +278,7 @@ func TestNothingDeployed(t *testing.T) {
 // another process would, while a client is connected: the served tools
 // follow within a second, with notifications/tools/list_changed.
 func TestLiveChanges(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, runtime.Limits{}, nil)
 	changed := make(chan struct{}, 16)
 	cs := h.connect(t, &mcp.ClientOptions{ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {
@@ -336,6 +340,7 @@ func TestLiveChanges(t *testing.T) {
 // into the store (Deploy refuses it): the server logs it, keeps serving the
 // rest, and never goes down.
 func TestUnservableDeployment(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, runtime.Limits{}, nil)
 	h.deploy(t, "echo", "echo.wasm")
 	image := unservableImage(t)
@@ -389,6 +394,7 @@ func unservableImage(t *testing.T) []byte {
 }
 
 func TestConcurrentCalls(t *testing.T) {
+	t.Parallel()
 	// 64 at once: 8 run, and the rest wait (MaxWaiting is 32 by default).
 	h := newHarness(t, runtime.Limits{}, &mcpserve.Options{MaxConcurrent: 8, MaxWaiting: 56})
 	h.deploy(t, "core", "core.wasm")
@@ -416,6 +422,7 @@ func TestConcurrentCalls(t *testing.T) {
 }
 
 func TestLogsReachClients(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, runtime.Limits{}, nil)
 	h.deploy(t, "core", "core.wasm")
 	logs := make(chan string, 8)
@@ -469,6 +476,7 @@ func (l *lockedBuffer) String() string {
 
 // TestDrain: once draining, calls in flight finish and new ones are refused.
 func TestDrain(t *testing.T) {
+	t.Parallel()
 	var logs lockedBuffer
 	h := newHarness(t, runtime.Limits{}, &mcpserve.Options{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 	h.deploy(t, "core", "core.wasm")
@@ -511,6 +519,7 @@ func TestDrain(t *testing.T) {
 }
 
 func TestDottedNames(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, runtime.Limits{}, &mcpserve.Options{Naming: mcpserve.Dotted})
 	h.deploy(t, "echo", "echo.wasm")
 	cs := h.connect(t, nil)
@@ -524,6 +533,7 @@ func TestDottedNames(t *testing.T) {
 // panic, which its trap's message quotes) is logged at warn, its others at
 // info.
 func TestLogFatalLineWarns(t *testing.T) {
+	t.Parallel()
 	var logs lockedBuffer
 	h := newHarness(t, runtime.Limits{}, &mcpserve.Options{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 	ctx := context.Background()

@@ -63,6 +63,7 @@ func alive(t *testing.T, handler http.Handler, remote, session string) bool {
 // client is its /64; loopback clients, which cannot be told apart, are not
 // bound.
 func TestHTTPSessionsPerClient(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, runtime.Limits{}, nil)
 	h.start(t)
 	<-h.srv.Loaded()
@@ -106,6 +107,7 @@ func TestHTTPSessionsPerClient(t *testing.T) {
 // client holding the most, so that a flood from one address replaces its
 // own sessions rather than another client's, even an older one.
 func TestHTTPSessionsFairShare(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, runtime.Limits{}, nil)
 	h.start(t)
 	<-h.srv.Loaded()
@@ -131,6 +133,7 @@ func TestHTTPSessionsFairShare(t *testing.T) {
 // ended every new client's session, and a flood of bare initializes a
 // session used once, as Claude Code's are.)
 func TestHTTPSessionsFlood(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, runtime.Limits{}, nil)
 	h.start(t)
 	<-h.srv.Loaded()
@@ -180,6 +183,7 @@ func TestHTTPSessionsFlood(t *testing.T) {
 // refused DELETEs cannot hold sessions past MaxSessions (each left one the
 // SDK kept for its idle time and berm no longer counted).
 func TestHTTPSessionsRefusedDelete(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, runtime.Limits{}, nil)
 	h.start(t)
 	<-h.srv.Loaded()

@@ -60,6 +60,7 @@ func twoReplicas(t *testing.T, cfg mcpserve.HTTPConfig) (*httptest.Server, []*at
 // replicas initializes on one, lists and calls on both, and reads a
 // resource: no request needs the replica that saw the one before.
 func TestStatelessAcrossReplicas(t *testing.T) {
+	t.Parallel()
 	lb, counts := twoReplicas(t, mcpserve.HTTPConfig{Stateless: true})
 	cs, err := connectHTTP(t, lb.URL+"/mcp", nil)
 	if err != nil {
@@ -100,6 +101,7 @@ func TestStatelessAcrossReplicas(t *testing.T) {
 // notification's 404, so connecting appears to work; calls do not.) Of two
 // calls in a row, one at least meets the replica without the session.
 func TestStatefulNeedsStickySessions(t *testing.T) {
+	t.Parallel()
 	lb, _ := twoReplicas(t, mcpserve.HTTPConfig{})
 	cs, err := connectHTTP(t, lb.URL+"/mcp", nil)
 	if err != nil {
@@ -121,6 +123,7 @@ func TestStatefulNeedsStickySessions(t *testing.T) {
 // Stateless refuses the GET stream, which carries what a server sends unasked
 // (list_changed): 405, as the SDK documents.
 func TestStatelessRefusesGETStream(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, runtime.Limits{}, nil)
 	ts := h.serveHTTP(t, mcpserve.HTTPConfig{Stateless: true})
 	req, err := http.NewRequest(http.MethodGet, ts.URL+"/mcp", nil)

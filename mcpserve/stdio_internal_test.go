@@ -103,6 +103,7 @@ func hugeID(line []byte) bool {
 }
 
 func TestDecodeMessageAsSDK(t *testing.T) {
+	t.Parallel()
 	for _, seed := range decodeSeeds {
 		sameAsSDK(t, []byte(seed))
 	}
@@ -183,6 +184,7 @@ func result(t *testing.T, v any) json.RawMessage {
 }
 
 func TestEncodeMessageAsSDK(t *testing.T) {
+	t.Parallel()
 	ids := []any{int64(0), int64(-3), int64(1 << 53), "a-1", "", "<&>\u2028\x01\"\\é", "\xff"}
 	results := []any{
 		map[string]any{"content": []any{map[string]any{"type": "text", "text": `{"message":"hi"}`}}},

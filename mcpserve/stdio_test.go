@@ -91,6 +91,7 @@ const stdioInit = `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"prot
 // of input used to cancel the calls in flight, in some runs and not others,
 // hence the repetitions.
 func TestStdioAnswersEveryRequestBeforeEOF(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, runtime.Limits{}, nil)
 	h.deploy(t, "echo", "echo.wasm")
 	h.start(t)
@@ -148,6 +149,7 @@ func keys(m map[string]stdioMsg) []string {
 // it (the call deadline), and notifications written meanwhile (log lines,
 // tools/list_changed) neither block it nor are lost.
 func TestStdioSlowCallAnsweredAfterEOF(t *testing.T) {
+	t.Parallel()
 	const deadline = time.Second
 	h := newHarness(t, runtime.Limits{Deadline: deadline}, nil)
 	h.deploy(t, "core", "core.wasm")
@@ -197,6 +199,7 @@ func TestStdioSlowCallAnsweredAfterEOF(t *testing.T) {
 // its request's id when the start of the line holds that id unambiguously,
 // id null otherwise; the next line is answered.
 func TestStdioOverLimitLine(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, runtime.Limits{}, nil)
 	h.start(t)
 	pad := bytes.Repeat([]byte("x"), mcp.DefaultMaxLineLength) // the SDK's transport's limit, as berm's
@@ -242,6 +245,7 @@ func TestStdioOverLimitLine(t *testing.T) {
 // TestStdioCancelFinishesCalls: on SIGTERM (ctx done) with stdin still open,
 // the call in flight is answered and RunStdio returns.
 func TestStdioCancelFinishesCalls(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, runtime.Limits{}, nil)
 	h.deploy(t, "core", "core.wasm")
 	h.start(t)
@@ -262,6 +266,7 @@ func TestStdioCancelFinishesCalls(t *testing.T) {
 // TestStdioGivesUpWhenStdoutBreaks: with stdout gone as well as stdin, no
 // response can be written, and RunStdio returns without waiting out drain.
 func TestStdioGivesUpWhenStdoutBreaks(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, runtime.Limits{Deadline: time.Second}, nil)
 	h.deploy(t, "core", "core.wasm")
 	h.start(t)
@@ -296,6 +301,7 @@ func loopCall(id string) string {
 // TestStdioEchoesIDs: every id comes back exactly as sent, its JSON text
 // (escapes and all), in results and in errors.
 func TestStdioEchoesIDs(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, runtime.Limits{}, nil)
 	h.deploy(t, "echo", "echo.wasm")
 	h.start(t)
@@ -323,6 +329,7 @@ func TestStdioEchoesIDs(t *testing.T) {
 // is answered with an error (the SDK left it unanswered), whatever the
 // form of the number; the one in flight is answered as ever.
 func TestStdioDuplicateInFlight(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, runtime.Limits{Deadline: time.Second}, nil)
 	h.deploy(t, "core", "core.wasm")
 	h.start(t)
@@ -356,6 +363,7 @@ func TestStdioDuplicateInFlight(t *testing.T) {
 // receiver should not respond; the SDK sent -32603) and stops, and the end
 // of input does not wait for it.
 func TestStdioCancelled(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, runtime.Limits{Deadline: time.Minute}, nil)
 	h.deploy(t, "core", "core.wasm")
 	h.start(t)
@@ -379,6 +387,7 @@ func TestStdioCancelled(t *testing.T) {
 // TestStdioBatchOfCalls: the calls of a batch run concurrently, and the
 // batch is answered once, when the last is (a cancelled one not at all).
 func TestStdioBatchOfCalls(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, runtime.Limits{Deadline: time.Minute}, nil)
 	h.deploy(t, "core", "core.wasm")
 	h.deploy(t, "echo", "echo.wasm")
@@ -422,6 +431,7 @@ func pings(from, n int) string {
 // bytes (twice the result limit): a call's response past them is an error
 // naming the bound.
 func TestStdioBatchBounded(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, runtime.Limits{MaxResult: 64 << 10}, nil)
 	h.deploy(t, "echo", "echo.wasm")
 	h.start(t)

@@ -43,6 +43,7 @@ func (b *blackout) Deployment(name string) (store.Deployment, error) {
 // "unavailable", which a client may try again on, and names nothing of where
 // the database is.
 func TestControlStateUnavailable(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, runtime.Limits{}, nil)
 	h.deploy(t, "echo", "echo.wasm")
 	state := &blackout{State: h.st}

@@ -18,6 +18,7 @@ import (
 // counted as a change of the instance's state, or its output captured as
 // one, would make every call over MCP a cold one.
 func TestGoCallsReuseInstances(t *testing.T) {
+	t.Parallel()
 	image, err := os.ReadFile(filepath.Join("..", "examples", "hello", "hello.wasm"))
 	if err != nil {
 		t.Skip(err)

@@ -16,7 +16,7 @@ import (
 // the result: wazero's validation is the judge.
 func TestSnapshotCompiles(t *testing.T) {
 	ctx := context.Background()
-	r := wazero.NewRuntime(ctx)
+	r := validator(ctx)
 	defer r.Close(ctx)
 	rewritten := 0
 	for name, module := range modules(t) {
