@@ -2,7 +2,6 @@ package commands
 
 import (
 	"context"
-	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -178,30 +177,40 @@ flags and --root.`,
 }
 
 func runServe(ctx context.Context, e *env, opts serveOptions) error {
-	limits, err := opts.limits()
+	cfg, err := opts.check(e)
 	if err != nil {
 		return err
 	}
+	return opts.serve(ctx, e, cfg)
+}
+
+// serveConfig is what serve's flags say, checked whole before anything is
+// listened on, opened or loaded, so that a wrong flag fails at once.
+type serveConfig struct {
+	limits runtime.Limits
+	naming mcpserve.Naming
+	logger *slog.Logger
+}
+
+// check reads and checks every flag of serve: the HTTP service's through
+// HTTPConfig.Check, which RunHTTP would otherwise answer after the programs
+// loaded.
+func (opts *serveOptions) check(e *env) (serveConfig, error) {
+	limits, err := opts.limits()
+	if err != nil {
+		return serveConfig{}, err
+	}
 	total, err := parseSize(opts.totalMemory)
 	if err != nil {
-		return usagef("--total-memory: %v", err)
+		return serveConfig{}, usagef("--total-memory: %v", err)
 	}
 	if total != 0 && total < limits.Memory {
-		return usagef("--total-memory %s: want 0 or at least --memory (%d bytes)", opts.totalMemory, limits.Memory)
+		return serveConfig{}, usagef("--total-memory %s: want 0 or at least --memory (%d bytes)", opts.totalMemory, limits.Memory)
 	}
 	limits.TotalMemory = total
 	if !opts.stdio {
 		if _, err := net.ResolveTCPAddr("tcp", opts.http.Addr); err != nil {
-			return usagef("--addr %q: want host:port, such as 127.0.0.1:7777 (%v)", opts.http.Addr, err)
-		}
-		// Checked before anything loads, so that a wrong flag fails at once.
-		if (opts.http.TLSCert == "") != (opts.http.TLSKey == "") {
-			return usagef("--tls-cert and --tls-key go together")
-		}
-		if opts.http.TLSCert != "" {
-			if _, err := tls.LoadX509KeyPair(opts.http.TLSCert, opts.http.TLSKey); err != nil {
-				return usagef("--tls-cert %s, --tls-key %s: %v", opts.http.TLSCert, opts.http.TLSKey, err)
-			}
+			return serveConfig{}, usagef("--addr %q: want host:port, such as 127.0.0.1:7777 (%v)", opts.http.Addr, err)
 		}
 	}
 	var naming mcpserve.Naming
@@ -210,22 +219,22 @@ func runServe(ctx context.Context, e *env, opts serveOptions) error {
 	case "dotted":
 		naming = mcpserve.Dotted
 	default:
-		return usagef("--tool-names %q: want underscore or dotted", opts.toolNames)
+		return serveConfig{}, usagef("--tool-names %q: want underscore or dotted", opts.toolNames)
 	}
 	if opts.maxConcurrent <= 0 {
-		return usagef("--max-concurrent %d: want 1 or more", opts.maxConcurrent)
+		return serveConfig{}, usagef("--max-concurrent %d: want 1 or more", opts.maxConcurrent)
 	}
 	if opts.maxWaiting < 0 {
-		return usagef("--max-waiting %d: want 0 (4 × --max-concurrent) or more", opts.maxWaiting)
+		return serveConfig{}, usagef("--max-waiting %d: want 0 (4 × --max-concurrent) or more", opts.maxWaiting)
 	}
 	bodyMemory, err := parseSize(opts.bodyMemory)
 	if err != nil {
-		return usagef("--max-body-memory: %v", err)
+		return serveConfig{}, usagef("--max-body-memory: %v", err)
 	}
-	// Checked here too, so that a wrong flag fails before anything loads.
+	// Checked here, with the flag as given; HTTPConfig.Check would name bytes.
 	opts.http.MaxBody = int64(limits.MaxArgs) + 64<<10
 	if most := max(runtime.DefaultMaxImage, opts.http.MaxBody); bodyMemory != 0 && bodyMemory < uint64(most) {
-		return usagef("--max-body-memory %s: %v (%d bytes: an image, or --max-args and 64 KiB): raise it, or lower --max-args",
+		return serveConfig{}, usagef("--max-body-memory %s: %v (%d bytes: an image, or --max-args and 64 KiB): raise it, or lower --max-args",
 			opts.bodyMemory, mcpserve.ErrBodyMemory, most)
 	}
 	opts.http.MaxBodyMemory = int64(bodyMemory)
@@ -234,18 +243,18 @@ func runServe(ctx context.Context, e *env, opts serveOptions) error {
 		value time.Duration
 	}{{"--read-timeout", opts.http.ReadTimeout}, {"--write-timeout", opts.http.WriteTimeout}, {"--session-idle", opts.http.SessionIdle}} {
 		if d.value <= 0 {
-			return usagef("%s %s: want a positive duration", d.flag, d.value)
+			return serveConfig{}, usagef("%s %s: want a positive duration", d.flag, d.value)
 		}
 	}
 	if opts.http.MaxSessions <= 0 {
-		return usagef("--max-sessions %d: want 1 or more", opts.http.MaxSessions)
+		return serveConfig{}, usagef("--max-sessions %d: want 1 or more", opts.http.MaxSessions)
 	}
 	if opts.http.MaxSessionsPerClient < 0 {
-		return usagef("--max-sessions-per-client %d: want 0 (no bound but a client's share of --max-sessions) or more", opts.http.MaxSessionsPerClient)
+		return serveConfig{}, usagef("--max-sessions-per-client %d: want 0 (no bound but a client's share of --max-sessions) or more", opts.http.MaxSessionsPerClient)
 	}
 	level, err := logLevel(opts.logLevel, opts.stdio)
 	if err != nil {
-		return err
+		return serveConfig{}, err
 	}
 	hopts := &slog.HandlerOptions{Level: level}
 	var handler slog.Handler
@@ -255,14 +264,29 @@ func runServe(ctx context.Context, e *env, opts serveOptions) error {
 	case "json":
 		handler = slog.NewJSONHandler(e.stderr, hopts)
 	default:
-		return usagef("--log-format %q: want text or json", opts.logFormat)
+		return serveConfig{}, usagef("--log-format %q: want text or json", opts.logFormat)
 	}
-	logger := slog.New(handler)
+	if !opts.stdio {
+		if err := opts.http.Check(); err != nil {
+			return serveConfig{}, httpConfigError(err)
+		}
+	}
+	return serveConfig{limits: limits, naming: naming, logger: slog.New(handler)}, nil
+}
+
+// httpConfigError is HTTPConfig.Check's refusal as the command line says it.
+func httpConfigError(err error) error {
+	if errors.Is(err, mcpserve.ErrNeedsToken) {
+		return withHint(err, "give --token (or BERM_TOKEN), or listen on loopback (127.0.0.1)")
+	}
+	return usageError{err}
+}
+
+// serve builds the server that checked describes and runs it until ctx is
+// done.
+func (opts serveOptions) serve(ctx context.Context, e *env, checked serveConfig) error {
+	limits, naming, logger := checked.limits, checked.naming, checked.logger
 	tuneGC()
-	if !opts.stdio && !mcpserve.IsLoopback(opts.http.Addr) && opts.http.Token == "" {
-		return withHint(fmt.Errorf("serve on %s: %w", opts.http.Addr, mcpserve.ErrNeedsToken),
-			"give --token (or BERM_TOKEN), or listen on loopback (127.0.0.1)")
-	}
 	// The address is taken before anything loads (the database, the
 	// programs), so that a busy one fails at once and says who holds it.
 	served := false // the listener handed to RunHTTP, which closes it
@@ -375,11 +399,7 @@ func runServe(ctx context.Context, e *env, opts serveOptions) error {
 		return srv.RunStdio(ctx, e.stdin, e.stdout, drain)
 	}
 	served = true
-	err = srv.RunHTTP(ctx, opts.http, drain)
-	if errors.Is(err, mcpserve.ErrAllowedHost) {
-		return usageError{err}
-	}
-	return err
+	return srv.RunHTTP(ctx, opts.http, drain) // its configuration checked already (check)
 }
 
 // refuseHTTPFlags refuses serve's flags for HTTP beside --stdio, which

@@ -3,6 +3,7 @@ package mcpserve
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -21,6 +22,10 @@ import (
 // ErrNeedsToken: a server bound beyond loopback would take requests from
 // anyone on the network.
 var ErrNeedsToken = errors.New("binding beyond loopback needs a token")
+
+// ErrTLS: a certificate without its key, or the reverse, or a pair that
+// does not load.
+var ErrTLS = errors.New("TLS")
 
 // ErrBodyMemory: a bound of the bodies held at once that a body of the
 // largest size could never pass.
@@ -124,12 +129,12 @@ func IsLoopback(addr string) bool {
 // returns.
 func (s *Server) RunHTTP(ctx context.Context, cfg HTTPConfig, drain time.Duration) error {
 	cfg = cfg.withDefaults()
-	if err := cfg.check(); err != nil {
+	if err := cfg.Check(); err != nil {
 		return err
 	}
 	loopback := IsLoopback(cfg.Addr)
-	tls := cfg.TLSCert != ""
-	if cfg.Token != "" && !tls && !loopback {
+	https := cfg.TLSCert != ""
+	if cfg.Token != "" && !https && !loopback {
 		s.log.Warn("the token travels in clear text: plain HTTP on a non-loopback address; serve HTTPS with --tls-cert and --tls-key")
 	}
 	ln := cfg.Listener
@@ -152,7 +157,7 @@ func (s *Server) RunHTTP(ctx context.Context, cfg HTTPConfig, drain time.Duratio
 		BaseContext:    func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
 	}
 	scheme := "http"
-	if tls {
+	if https {
 		scheme = "https"
 	}
 	s.log.Info("listen", "url", fmt.Sprintf("%s://%s/mcp", scheme, ln.Addr()))
@@ -161,7 +166,7 @@ func (s *Server) RunHTTP(ctx context.Context, cfg HTTPConfig, drain time.Duratio
 	}
 	errc := make(chan error, 1)
 	go func() {
-		if tls {
+		if https {
 			errc <- srv.ServeTLS(ln, cfg.TLSCert, cfg.TLSKey)
 		} else {
 			errc <- srv.Serve(ln)
@@ -179,13 +184,24 @@ func (s *Server) RunHTTP(ctx context.Context, cfg HTTPConfig, drain time.Duratio
 	return srv.Close()
 }
 
-// check refuses a configuration that must not serve.
-func (cfg HTTPConfig) check() error {
+// Check refuses what RunHTTP and Hold would refuse of cfg, without
+// listening: an address beyond loopback without a token (ErrNeedsToken),
+// half a TLS pair or a pair that does not load (ErrTLS), a bound of the
+// bodies held below the largest body (ErrBodyMemory), an allowed host that is
+// not one (ErrAllowedHost). berm serve calls it before anything loads, so
+// that a wrong flag fails at once; the messages name berm serve's flags.
+func (cfg HTTPConfig) Check() error {
+	cfg = cfg.withDefaults()
 	if !IsLoopback(cfg.Addr) && cfg.Token == "" {
 		return fmt.Errorf("listen on %s: %w", cfg.Addr, ErrNeedsToken)
 	}
 	if (cfg.TLSCert == "") != (cfg.TLSKey == "") {
-		return errors.New("TLS needs both a certificate and a key")
+		return fmt.Errorf("%w: --tls-cert and --tls-key go together", ErrTLS)
+	}
+	if cfg.TLSCert != "" {
+		if _, err := tls.LoadX509KeyPair(cfg.TLSCert, cfg.TLSKey); err != nil {
+			return fmt.Errorf("%w: --tls-cert %s, --tls-key %s: %v", ErrTLS, cfg.TLSCert, cfg.TLSKey, err)
+		}
 	}
 	if most := max(cfg.MaxImage, cfg.MaxBody); cfg.MaxBodyMemory < most {
 		return fmt.Errorf("--max-body-memory %d: %w (%d bytes: an image, or the arguments limit and 64 KiB): raise it, or lower --max-args", cfg.MaxBodyMemory, ErrBodyMemory, most)

@@ -170,7 +170,7 @@ type Holding struct {
 // RunHTTP or Close gives it up. cfg is checked as RunHTTP checks it.
 func Hold(cfg HTTPConfig, reason string, logger *slog.Logger) (*Holding, error) {
 	cfg = cfg.withDefaults()
-	if err := cfg.check(); err != nil {
+	if err := cfg.Check(); err != nil {
 		return nil, err
 	}
 	if logger == nil {

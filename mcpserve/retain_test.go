@@ -43,7 +43,7 @@ func heapInuse() uint64 {
 // A session idle after a large call does not keep the call's arguments: the
 // SDK's queue of incoming messages once held each session's last one.
 func TestSessionsDoNotKeepLastRequest(t *testing.T) {
-	t.Parallel()
+	// Not parallel: it measures the heap, which other tests would grow.
 	const sessions, size = 8, 4 << 20
 	h := newHarness(t, runtime.Limits{MaxArgs: 8 << 20}, nil)
 	h.deploy(t, "echo", "echo.wasm")
