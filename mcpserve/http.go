@@ -1,12 +1,10 @@
 package mcpserve
 
 import (
-	"bytes"
 	"context"
 	"crypto/tls"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -310,8 +308,8 @@ func uploads(h http.Handler, maxImage int64, bodies *budget) http.Handler {
 		if !ok {
 			return
 		}
-		defer release() // the image is held until it is deployed
-		r.Body = io.NopCloser(bytes.NewReader(body))
+		defer release()                    // the image is held until it is deployed
+		r.Body = control.NewHeldBody(body) // read by the handler without a copy
 		h.ServeHTTP(w, r)
 	})
 }

@@ -30,14 +30,10 @@ func (s *Service) Throwaway(ctx context.Context, name string, image []byte, gran
 		if err != nil || s.rt.Program(callee) != nil {
 			continue
 		}
-		d, err := s.st.Deployment(callee)
+		d, image, err := s.Deployed(callee)
 		if errors.Is(err, store.ErrNotDeployed) {
 			continue
 		}
-		if err != nil {
-			return p, err
-		}
-		image, err := s.st.Image(d.Digest)
 		if err != nil {
 			return p, err
 		}
